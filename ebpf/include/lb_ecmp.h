@@ -1,0 +1,28 @@
+/* lb_ecmp.h: ECMP, a hash of the 5-tuple with a per-switch seed.
+ *
+ * Contract: lb_ecmp_pick() returns an uplink slot in [0, W). The hash is
+ * mirrored exactly by testbed.schemes.ecmp_hash (same words, same order):
+ * the IPv4 addresses and the first 4 bytes of the L4 header (UDP/TCP ports)
+ * are read as little-endian u32 words as they lie in the packet.
+ * Stateless: no concurrency concerns.
+ */
+#pragma once
+
+#define ECMP_MULT 0x9E3779B1u
+
+static __always_inline __u32 lb_ecmp_mix(__u32 h, __u32 x)
+{
+    h ^= x;
+    h *= ECMP_MULT;
+    h ^= h >> 16;
+    return h;
+}
+
+static __always_inline __u32 lb_ecmp_pick(__u32 seed, __u32 saddr, __u32 daddr, __u32 ports, __u32 proto)
+{
+    __u32 h = lb_ecmp_mix(seed, saddr);
+    h = lb_ecmp_mix(h, daddr);
+    h = lb_ecmp_mix(h, ports);
+    h = lb_ecmp_mix(h, proto);
+    return h % W;
+}

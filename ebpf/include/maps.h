@@ -1,0 +1,39 @@
+/* maps.h: every map of the switch program, declared once.
+ *
+ * Sizes come from -D flags set by testbed/dataplane.py:
+ *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
+ *   K (downlinks of a core), N_PTR (pointer slots per switch).
+ * All maps are pinned by Python after load so other processes can reach them.
+ */
+#pragma once
+#include "shared.h"
+
+/* ifindex => port_info */
+BPF_ARRAY(port_info, struct port_info, N_IFINDEX);
+/* ifindex => port_q (exact queue occupancy of that egress port) */
+BPF_ARRAY(port_q, struct port_q, N_IFINDEX);
+/* switch id => switch_cfg */
+BPF_ARRAY(switch_cfg, struct switch_cfg, N_SWITCHES);
+/* switch id * W + uplink slot => egress ifindex */
+BPF_ARRAY(uplinks, __u32, N_SWITCHES * W);
+/* switch id * K + downlink slot => egress ifindex (slot: host, edge or pod index) */
+BPF_ARRAY(downlinks, __u32, N_SWITCHES * K);
+/* IPv4 daddr (network order) => dst_info */
+BPF_HASH(dst_info, __u32, struct dst_info, N_HOSTS);
+/* switch id * N_PTR + pointer id => Ofan rotation pointer (fetch-add counter) */
+BPF_ARRAY(ofan_ptr, __u64, N_SWITCHES * N_PTR);
+/* i in [0, W) => P[i], the Ofan basis permutation (paper appendix F.2) */
+BPF_ARRAY(ofan_basis, __u32, W);
+/* flow id (RoCEv2 destination QP) => flow_rx */
+BPF_HASH(flow_rx, __u32, struct flow_rx, 65536);
+/* switch id * W + uplink slot => packets sent up through that slot */
+BPF_ARRAY(uplink_pkts, __u64, N_SWITCHES * W);
+/* CNT_* => count */
+BPF_ARRAY(counters, __u64, N_COUNTERS);
+
+static __always_inline void maps_count(__u32 idx)
+{
+    __u64 *c = counters.lookup(&idx);
+    if (c)
+        __sync_fetch_and_add(c, 1);
+}

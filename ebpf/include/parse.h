@@ -1,0 +1,98 @@
+/* parse.h: bounds-checked header parsing for TC programs.
+ *
+ * Contract: each helper checks that the header it returns lies inside the
+ * packet and returns NULL otherwise. IPv4 packets with options are not
+ * parsed (the testbed never sends them). The header structs are declared
+ * here rather than taken from kernel uapi headers: bcc compiles at run time,
+ * and the uapi include tree triples the compile time.
+ */
+#pragma once
+
+#define ETH_ALEN 6
+#define ETH_P_IP 0x0800
+#define IPPROTO_TCP 6
+#define IPPROTO_UDP 17
+#define ROCE_UDP_PORT 4791
+
+#define TC_ACT_OK 0
+#define TC_ACT_SHOT 2
+#define TC_ACT_STOLEN 4
+
+#define be16_to_cpu(x) __builtin_bswap16(x)
+#define cpu_to_be16(x) __builtin_bswap16(x)
+#define be32_to_cpu(x) __builtin_bswap32(x)
+
+struct tb_eth {
+    __u8 dst[ETH_ALEN];
+    __u8 src[ETH_ALEN];
+    __u16 proto;   /* network order */
+} __attribute__((packed));
+
+struct tb_ipv4 {
+    __u8 ver_ihl;  /* version 4 | IHL 5 */
+    __u8 tos;
+    __u16 tot_len;
+    __u16 id;
+    __u16 frag_off;
+    __u8 ttl;
+    __u8 protocol;
+    __u16 check;
+    __u32 saddr;   /* network order */
+    __u32 daddr;   /* network order */
+};
+
+struct tb_udp {
+    __u16 source;
+    __u16 dest;
+    __u16 len;
+    __u16 check;
+};
+
+/* RoCEv2 base transport header (IBA BTH), 12 bytes. */
+struct tb_bth {
+    __u8  opcode;
+    __u8  flags;
+    __u16 pkey;
+    __u32 dqpn;    /* reserved(8) | destination QP(24), network order */
+    __u32 apsn;    /* ack-request(1) | reserved(7) | PSN(24), network order */
+};
+
+static __always_inline struct tb_eth *parse_eth(void *data, void *end)
+{
+    struct tb_eth *eth = data;
+    if ((void *)(eth + 1) > end)
+        return NULL;
+    return eth;
+}
+
+static __always_inline struct tb_ipv4 *parse_ipv4(struct tb_eth *eth, void *end)
+{
+    if (eth->proto != cpu_to_be16(ETH_P_IP))
+        return NULL;
+    struct tb_ipv4 *ip = (void *)(eth + 1);
+    if ((void *)(ip + 1) > end || ip->ver_ihl != 0x45)
+        return NULL;
+    return ip;
+}
+
+/* UDP header if the packet is UDP, else NULL. */
+static __always_inline struct tb_udp *parse_udp(struct tb_ipv4 *ip, void *end)
+{
+    if (ip->protocol != IPPROTO_UDP)
+        return NULL;
+    struct tb_udp *udp = (void *)(ip + 1);
+    if ((void *)(udp + 1) > end)
+        return NULL;
+    return udp;
+}
+
+/* BTH if the packet is RoCEv2 (UDP destination port 4791), else NULL. */
+static __always_inline struct tb_bth *parse_bth(struct tb_udp *udp, void *end)
+{
+    if (udp->dest != cpu_to_be16(ROCE_UDP_PORT))
+        return NULL;
+    struct tb_bth *b = (void *)(udp + 1);
+    if ((void *)(b + 1) > end)
+        return NULL;
+    return b;
+}

@@ -1,0 +1,94 @@
+/* shared.h: structs and constants shared between the eBPF switch and Python.
+ *
+ * Contract: every struct here is mirrored once, field by field, in
+ * testbed/dataplane.py (ctypes). Change both together. All integer fields are
+ * host-endian; times are bpf_ktime_get_ns() (CLOCK_MONOTONIC) nanoseconds.
+ */
+#pragma once
+
+/* Node tiers (testbed.topology.Level). */
+#define LEVEL_HOST 0
+#define LEVEL_EDGE 1
+#define LEVEL_AGG  2
+#define LEVEL_CORE 3
+
+/* Load-balancing schemes (testbed.schemes.Scheme). */
+#define SCHEME_ECMP 0
+#define SCHEME_OFAN 1
+
+/* Packet size classes for per-destination pointers (paper section 4.1). */
+#define CLASS_DATA  0
+#define CLASS_SMALL 1
+#define N_CLASSES   2
+
+/* Port of a switch or host: port_info[ifindex]. */
+struct port_info {
+    __u32 node;         /* switch id (switches) or host id (hosts) */
+    __u32 level;        /* LEVEL_* of the node owning this port */
+    __u32 peer_ifindex; /* ifindex of the other end of the link */
+    __u32 stage;        /* testbed.topology.Stage of this port's egress */
+    __u32 to_host;      /* 1 if the peer is a host */
+    __u32 pad;
+    __u8  mac[8];       /* this port's MAC (6 bytes used) */
+};
+
+/* Per-switch configuration: switch_cfg[switch id]. */
+struct switch_cfg {
+    __u32 level;
+    __u32 pod;
+    __u32 index;        /* edge/agg index inside the pod */
+    __u32 edge_global;  /* pod * k/2 + index, edges only */
+    __u32 scheme;       /* SCHEME_* */
+    __u32 seed;         /* ECMP hash seed */
+};
+
+/* Where a destination address lives: dst_info[IPv4 daddr, network order]. */
+struct dst_info {
+    __u32 host;
+    __u32 pod;
+    __u32 edge;         /* edge index inside the pod */
+    __u32 edge_global;
+    __u32 slot;         /* host index under its edge */
+    __u32 pad;
+    __u8  mac[8];
+};
+
+/* Exact occupancy of one egress port: port_q[ifindex].
+ * Packets are added when a program sends into the port and subtracted when
+ * they reach the program at the far end. area_* hold sum(-t_in + t_out) over
+ * packets (modulo 2^64), so the occupancy-time integral up to time T is
+ * area + occupancy * T: exact time-weighted averages from atomic adds only. */
+struct port_q {
+    __u64 pkts;         /* current occupancy, packets */
+    __u64 bytes;        /* current occupancy, bytes */
+    __u64 max_pkts;
+    __u64 max_bytes;
+    __u64 area_pkts;    /* packet-ns integral minus occupancy * now */
+    __u64 area_bytes;   /* byte-ns integral minus occupancy * now */
+    __u64 tx_pkts;      /* packets sent into the port */
+    __u64 tx_bytes;
+    __u64 rx_pkts;      /* packets that reached the far end */
+    __u64 rx_bytes;
+    __u64 first_rx_ns;  /* first and last arrival at the far end */
+    __u64 last_rx_ns;
+    __u64 first_tx_ns;
+    __u64 last_tx_ns;
+};
+
+/* Per-flow receive counters at the destination host: flow_rx[flow id]. */
+struct flow_rx {
+    __u64 pkts;
+    __u64 bytes;
+    __u64 first_ns;
+    __u64 last_ns;
+    __u64 max_psn;      /* highest PSN seen + 1 (0: none yet) */
+    __u64 ooo;          /* arrivals with a PSN below the highest seen */
+    __u64 max_disp;     /* largest (highest PSN - PSN) at an arrival */
+};
+
+/* Counter indices: counters[i]. */
+#define CNT_NO_ROUTE   0   /* destination unknown: dropped */
+#define CNT_NOT_IPV4   1   /* not IPv4: dropped at a switch */
+#define CNT_REDIRECT_ERR 2 /* bpf_(clone_)redirect failed */
+#define CNT_BAD_PORT   3   /* ingress port not in port_info */
+#define N_COUNTERS     8

@@ -1,0 +1,171 @@
+/* switch.c: the testbed's data plane, one object for every node.
+ *
+ * Entry points (SCHED_CLS, direct action):
+ *   switch_ingress  TC ingress of every switch port: forward by destination,
+ *                   pick the uplink with the switch's scheme on the way up.
+ *   host_egress     TC egress of a host NIC: account the NIC queue.
+ *   host_ingress    TC ingress of a host NIC: account the last hop, count
+ *                   RoCEv2 packets per flow, consume them (the host stack
+ *                   never sees them, so no ICMP errors flow back).
+ * Every program writes its egress choice to cb[0] for BPF_PROG_TEST_RUN.
+ */
+
+
+#include "shared.h"
+#include "maps.h"
+#include "parse.h"
+#include "queue.h"
+#include "lb_ecmp.h"
+#include "lb_ofan.h"
+
+#define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */
+
+static __always_inline __u32 slot_ifindex(void *map_lookup_result)
+{
+    __u32 *p = map_lookup_result;
+    return p ? *p : 0;
+}
+
+/* Uplink slot for a packet going up at switch sw (destination key d of n_keys). */
+static __always_inline __u32 pick_uplink(__u32 sw, struct switch_cfg *cfg, __u32 d, __u32 n_keys,
+                                         struct tb_ipv4 *ip, void *end, __u32 len)
+{
+    __u32 cls = len < SMALL_MAX_BYTES ? CLASS_SMALL : CLASS_DATA;
+    if (cfg->scheme == SCHEME_OFAN)
+        return lb_ofan_pick(sw, d, n_keys, cls);
+    __u32 ports = 0;
+    __u32 *l4 = (void *)(ip + 1);
+    if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) && (void *)(l4 + 1) <= end)
+        ports = *l4;
+    return lb_ecmp_pick(cfg->seed, ip->saddr, ip->daddr, ports, ip->protocol);
+}
+
+int switch_ingress(struct __sk_buff *skb)
+{
+    __u64 now = bpf_ktime_get_ns();
+    __u32 in = skb->ifindex;
+    struct port_info *pi = port_info.lookup(&in);
+    if (!pi || pi->level == LEVEL_HOST) {
+        maps_count(CNT_BAD_PORT);
+        return TC_ACT_SHOT;
+    }
+    queue_sub(pi->peer_ifindex, skb->len, now);
+
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
+    struct tb_eth *eth = parse_eth(data, end);
+    struct tb_ipv4 *ip = eth ? parse_ipv4(eth, end) : NULL;
+    if (!ip) {
+        maps_count(CNT_NOT_IPV4);
+        return TC_ACT_SHOT;
+    }
+    __u32 daddr = ip->daddr;
+    struct dst_info *dst = dst_info.lookup(&daddr);
+    __u32 sw = pi->node;
+    struct switch_cfg *cfg = switch_cfg.lookup(&sw);
+    if (!dst || !cfg) {
+        maps_count(CNT_NO_ROUTE);
+        return TC_ACT_SHOT;
+    }
+
+    __u32 out = 0, key, up = 0;
+    if (cfg->level == LEVEL_EDGE) {
+        if (dst->edge_global == cfg->edge_global) {
+            key = sw * K + dst->slot;
+            out = slot_ifindex(downlinks.lookup(&key));
+        } else {
+            up = 1;
+            key = sw * W + pick_uplink(sw, cfg, dst->edge_global, N_EDGES, ip, end, skb->len);
+        }
+    } else if (cfg->level == LEVEL_AGG) {
+        if (dst->pod == cfg->pod) {
+            key = sw * K + dst->edge;
+            out = slot_ifindex(downlinks.lookup(&key));
+        } else {
+            up = 1;
+            key = sw * W + pick_uplink(sw, cfg, dst->pod, K, ip, end, skb->len);
+        }
+    } else {
+        key = sw * K + dst->pod;
+        out = slot_ifindex(downlinks.lookup(&key));
+    }
+    if (up) {
+        out = slot_ifindex(uplinks.lookup(&key));
+        __u64 *cnt = uplink_pkts.lookup(&key);
+        if (cnt)
+            __sync_fetch_and_add(cnt, 1);
+    }
+    struct port_info *po = out ? port_info.lookup(&out) : NULL;
+    if (!po) {
+        maps_count(CNT_NO_ROUTE);
+        return TC_ACT_SHOT;
+    }
+    if (po->to_host) {
+        /* last hop: address the frame to the host and from our port */
+        __builtin_memcpy(eth->dst, dst->mac, ETH_ALEN);
+        __builtin_memcpy(eth->src, po->mac, ETH_ALEN);
+    }
+    queue_add(out, skb->len, now);
+    skb->cb[0] = out;
+    if (pi->to_host) {
+        /* From a host: forward a clone (it has no socket owner) and consume the
+         * original, which releases the sender's socket buffer now. A full
+         * switch queue therefore never blocks the sender. */
+        if (bpf_clone_redirect(skb, out, 0)) {
+            maps_count(CNT_REDIRECT_ERR);
+            return TC_ACT_SHOT;
+        }
+        return TC_ACT_STOLEN;
+    }
+    return bpf_redirect(out, 0);
+}
+
+int host_egress(struct __sk_buff *skb)
+{
+    queue_add(skb->ifindex, skb->len, bpf_ktime_get_ns());
+    skb->cb[0] = skb->ifindex;
+    return TC_ACT_OK;
+}
+
+int host_ingress(struct __sk_buff *skb)
+{
+    __u64 now = bpf_ktime_get_ns();
+    __u32 in = skb->ifindex;
+    struct port_info *pi = port_info.lookup(&in);
+    if (pi)
+        queue_sub(pi->peer_ifindex, skb->len, now);
+
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
+    struct tb_eth *eth = parse_eth(data, end);
+    struct tb_ipv4 *ip = eth ? parse_ipv4(eth, end) : NULL;
+    struct tb_udp *udp = ip ? parse_udp(ip, end) : NULL;
+    struct tb_bth *b = udp ? parse_bth(udp, end) : NULL;
+    if (!b)
+        return TC_ACT_OK;
+
+    __u32 flow = be32_to_cpu(b->dqpn) & 0xFFFFFF;
+    __u64 psn = be32_to_cpu(b->apsn) & 0xFFFFFF;
+    struct flow_rx *f = flow_rx.lookup(&flow);
+    if (!f) {
+        struct flow_rx zero = {};
+        flow_rx.insert(&flow, &zero);
+        f = flow_rx.lookup(&flow);
+        if (!f)
+            return TC_ACT_STOLEN;
+    }
+    __sync_fetch_and_add(&f->pkts, 1);
+    __sync_fetch_and_add(&f->bytes, skb->len);
+    queue_set_once(&f->first_ns, now);
+    f->last_ns = now;
+    __u64 seen = f->max_psn; /* highest PSN so far + 1 */
+    if (psn + 1 > seen) {
+        f->max_psn = psn + 1;
+    } else {
+        __sync_fetch_and_add(&f->ooo, 1);
+        queue_raise_max(&f->max_disp, seen - 1 - psn);
+    }
+    skb->cb[0] = flow;
+    return TC_ACT_STOLEN;
+}
+

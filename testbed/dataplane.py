@@ -1,0 +1,384 @@
+"""The eBPF data plane: compile the switch once with bcc, pin its maps, and
+read or write those maps from any process.
+
+- `Compiled` compiles ebpf/switch.c for a fabric's dimensions, loads the three
+  entry points and pins every map under /sys/fs/bpf/{prefix}-maps.
+- `Maps` opens the pinned maps (in this process or a later one) and offers
+  typed reads and writes; structs mirror ebpf/include/shared.h field by field.
+- `program()` writes a fat tree's forwarding state and scheme into the maps.
+
+This is the only module that imports bcc.
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+import os
+import random
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+from . import schemes
+from .schemes import Scheme
+from .topology import IFINDEX_BASE, FatTree, Level
+
+EBPF_DIR = Path(__file__).resolve().parents[1] / "ebpf"
+BPFFS = "/sys/fs/bpf"
+ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
+
+
+def pin_dir(prefix: str) -> str:
+    return os.path.join(BPFFS, f"{prefix}-maps")
+
+
+# -- structs shared with ebpf/include/shared.h ------------------------------
+u32, u64 = ct.c_uint32, ct.c_uint64
+
+
+class PortInfo(ct.Structure):
+    _fields_ = [("node", u32), ("level", u32), ("peer_ifindex", u32), ("stage", u32),
+                ("to_host", u32), ("pad", u32), ("mac", ct.c_uint8 * 8)]
+
+
+class SwitchCfg(ct.Structure):
+    _fields_ = [("level", u32), ("pod", u32), ("index", u32), ("edge_global", u32),
+                ("scheme", u32), ("seed", u32)]
+
+
+class DstInfo(ct.Structure):
+    _fields_ = [("host", u32), ("pod", u32), ("edge", u32), ("edge_global", u32),
+                ("slot", u32), ("pad", u32), ("mac", ct.c_uint8 * 8)]
+
+
+class PortQ(ct.Structure):
+    _fields_ = [(n, u64) for n in (
+        "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
+        "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns")]
+
+
+class FlowRx(ct.Structure):
+    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp")]
+
+
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT = 0, 1, 2, 3
+COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
+                 CNT_BAD_PORT: "bad_port"}
+
+# name => (key type, value type)
+MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
+    "port_info": (u32, PortInfo),
+    "port_q": (u32, PortQ),
+    "switch_cfg": (u32, SwitchCfg),
+    "uplinks": (u32, u32),
+    "downlinks": (u32, u32),
+    "dst_info": (u32, DstInfo),
+    "ofan_ptr": (u32, u64),
+    "ofan_basis": (u32, u32),
+    "flow_rx": (u32, FlowRx),
+    "uplink_pkts": (u32, u64),
+    "counters": (u32, u64),
+}
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Compile-time sizes of the switch program (-D flags of maps.h)."""
+
+    n_ifindex: int
+    n_switches: int
+    n_hosts: int
+    w: int
+    k: int
+    n_edges: int
+
+    @classmethod
+    def of(cls, tree: FatTree) -> Dims:
+        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges)
+
+    @property
+    def n_ptr(self) -> int:
+        return schemes.N_CLASSES * max(self.n_edges, self.k)
+
+    def cflags(self) -> list[str]:
+        return [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
+                f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}",
+                f"-DB_BITS={schemes.b_bits(self.w)}"]
+
+
+def source() -> str:
+    """switch.c with its local headers inlined: bcc rewrites map calls
+    (`m.lookup()`) only in the main file, so headers must become part of it."""
+    seen: set[Path] = set()
+
+    def expand(path: Path) -> str:
+        out = []
+        for line in path.read_text().splitlines():
+            m = re.match(r'\s*#include "([^"]+)"', line)
+            if m:
+                inc = EBPF_DIR / "include" / m.group(1)
+                if inc not in seen:
+                    seen.add(inc)
+                    out.append(expand(inc))
+                continue
+            if line.strip() != "#pragma once":
+                out.append(line)
+        return "\n".join(out)
+
+    return expand(EBPF_DIR / "switch.c")
+
+
+def ensure_bpffs() -> None:
+    if not os.path.ismount(BPFFS):
+        subprocess.run(["mount", "-t", "bpf", "bpf", BPFFS], check=True)
+
+
+class Compiled:
+    """The switch program compiled for one fabric. `fds` maps entry point to
+    program fd. `pin(prefix)` pins every map. `close()` is idempotent."""
+
+    def __init__(self, dims: Dims) -> None:
+        from bcc import BPF  # the only bcc import of the package
+
+        self.dims = dims
+        self._bpf: Any = BPF(text=source(), cflags=dims.cflags())
+        self.fds: dict[str, int] = {}
+        for name in ENTRY_POINTS:
+            self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd
+
+    def prog_ids(self) -> dict[str, int]:
+        return {name: prog_id(fd) for name, fd in self.fds.items()}
+
+    def pin(self, prefix: str) -> str:
+        from bcc.libbcc import lib
+
+        ensure_bpffs()
+        d = pin_dir(prefix)
+        os.makedirs(d, exist_ok=True)
+        for name in MAP_TYPES:
+            path = os.path.join(d, name)
+            if lib.bpf_obj_pin(self._bpf[name.encode()].map_fd, path.encode()) != 0:
+                raise OSError(ct.get_errno(), f"pin {path}")
+        return d
+
+    def close(self) -> None:
+        if self._bpf is not None:
+            self._bpf.cleanup()
+            self._bpf = None
+
+    def __enter__(self) -> Compiled:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CompileThread(threading.Thread):
+    """Compile in the background (bcc's compile call releases the GIL) while
+    the namespaces and links are created."""
+
+    def __init__(self, dims: Dims) -> None:
+        super().__init__(name="bcc-compile", daemon=True)
+        self.dims = dims
+        self.result: Compiled | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = Compiled(self.dims)
+        except BaseException as e:  # re-raised in get()
+            self.error = e
+
+    def get(self) -> Compiled:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+# -- program and map handles ------------------------------------------------
+class _BpfProgInfo(ct.Structure):
+    _fields_ = [("type", u32), ("id", u32), ("rest", ct.c_uint8 * 248)]
+
+
+def prog_id(fd: int) -> int:
+    from bcc.libbcc import lib
+
+    info = _BpfProgInfo()
+    size = u32(ct.sizeof(info))
+    if lib.bpf_obj_get_info_by_fd(fd, ct.byref(info), ct.byref(size)) != 0:
+        raise OSError(ct.get_errno(), "bpf_obj_get_info_by_fd")
+    return int(info.id)
+
+
+def prog_exists(pid: int) -> bool:
+    from bcc.libbcc import lib
+
+    fd = lib.bpf_prog_get_fd_by_id(pid)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class MapHandle(Generic[K, V]):
+    """Typed access to one pinned map by fd."""
+
+    def __init__(self, fd: int, key_type: type[K], value_type: type[V]) -> None:
+        from bcc.libbcc import lib
+
+        self._lib = lib
+        self.fd = fd
+        self.key_type = key_type
+        self.value_type = value_type
+
+    def get(self, key: int) -> V | None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        v = self.value_type()
+        if self._lib.bpf_lookup_elem(self.fd, ct.byref(k), ct.byref(v)) != 0:  # type: ignore[arg-type]
+            return None
+        return v
+
+    def set(self, key: int, value: Any) -> None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        v = value if isinstance(value, ct.Structure) else self.value_type(value)  # type: ignore[call-arg]
+        if self._lib.bpf_update_elem(self.fd, ct.byref(k), ct.byref(v), 0) != 0:  # type: ignore[arg-type]
+            raise OSError(ct.get_errno(), f"map update key {key}")
+
+    def delete(self, key: int) -> None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        self._lib.bpf_delete_elem(self.fd, ct.byref(k))  # type: ignore[arg-type]
+
+    def keys(self) -> Iterator[int]:
+        k = self.key_type()
+        nxt = self.key_type()
+        first = True
+        while True:
+            rc = self._lib.bpf_get_next_key(self.fd, None if first else ct.byref(k), ct.byref(nxt))  # type: ignore[arg-type]
+            if rc != 0:
+                return
+            first = False
+            yield int(nxt.value)  # type: ignore[attr-defined]
+            ct.memmove(ct.byref(k), ct.byref(nxt), ct.sizeof(k))  # type: ignore[arg-type]
+
+    def clear(self) -> None:
+        for key in list(self.keys()):
+            self.delete(key)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Maps:
+    """All pinned maps of one fabric. Works in any process while the fabric is up."""
+
+    def __init__(self, prefix: str) -> None:
+        from bcc.libbcc import lib
+
+        self.prefix = prefix
+        self._maps: dict[str, MapHandle[Any, Any]] = {}
+        d = pin_dir(prefix)
+        for name, (kt, vt) in MAP_TYPES.items():
+            fd = lib.bpf_obj_get(os.path.join(d, name).encode())
+            if fd < 0:
+                self.close()
+                raise FileNotFoundError(f"pinned map {name} of fabric {prefix!r} not found in {d}")
+            self._maps[name] = MapHandle(fd, kt, vt)
+
+    def __getattr__(self, name: str) -> MapHandle[Any, Any]:
+        try:
+            return self.__dict__["_maps"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            m.close()
+
+    def __enter__(self) -> Maps:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def counter_values(self) -> dict[str, int]:
+        out = {}
+        for idx, name in COUNTER_NAMES.items():
+            v = self._maps["counters"].get(idx)
+            out[name] = int(v.value) if v is not None else 0
+        return out
+
+
+def unpin(prefix: str) -> bool:
+    d = pin_dir(prefix)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+        return True
+    return False
+
+
+# -- programming a fat tree -------------------------------------------------
+def _mac8(mac: bytes) -> Any:
+    return (ct.c_uint8 * 8)(*mac)
+
+
+def program(maps: Maps, tree: FatTree) -> None:
+    """Write the fat tree's ports, switches, links and destinations."""
+    for p in tree.ports:
+        node = tree.by_name[p.node]
+        peer = tree.by_name[p.peer]
+        maps.port_info.set(p.ifindex, PortInfo(node=node.nid, level=int(node.level), peer_ifindex=p.peer_ifindex,
+                                               stage=int(p.stage), to_host=int(peer.is_host), mac=_mac8(p.mac)))
+    for sw in tree.switches:
+        maps.switch_cfg.set(sw.nid, SwitchCfg(level=int(sw.level), pod=max(sw.pod, 0), index=sw.index,
+                                              edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
+                                              scheme=int(Scheme.ECMP), seed=0))
+        for slot, p in enumerate(tree.downlinks(sw.name)):
+            maps.downlinks.set(sw.nid * tree.k + slot, p.ifindex)
+        if sw.level is not Level.CORE:
+            for slot, p in enumerate(tree.uplinks(sw.name)):
+                maps.uplinks.set(sw.nid * tree.w + slot, p.ifindex)
+    for h in tree.hosts:
+        edge = tree.by_name[tree.edge_of(h.name)]
+        key = int.from_bytes(tree.host_ip(h).packed, "little")
+        maps.dst_info.set(key, DstInfo(host=h.nid, pod=h.pod, edge=edge.index, edge_global=tree.edge_global(edge),
+                                       slot=h.index, mac=_mac8(tree.host_port(h.name).mac)))
+    for i, v in enumerate(schemes.choose_basis(tree.w)):
+        maps.ofan_basis.set(i, v)
+
+
+def n_keys(tree: FatTree, level: Level) -> int:
+    """Destination keys of a switch tier: destination edges (edge), pods (agg)."""
+    return tree.n_edges if level is Level.EDGE else tree.k
+
+
+def set_scheme(maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None) -> None:
+    """Set the scheme of the given switches (all edge/agg by default) and
+    reset their state: fresh ECMP seeds and fresh random Ofan pointers, all
+    drawn from `seed`, so repeated runs with the same seed are identical."""
+    rng = random.Random(seed)
+    dims = Dims.of(tree)
+    for sw in tree.switches:
+        if sw.level is Level.CORE or (switches is not None and sw.name not in switches):
+            continue
+        cfg = maps.switch_cfg.get(sw.nid)
+        assert cfg is not None
+        cfg.scheme = int(scheme)
+        cfg.seed = rng.getrandbits(32)
+        maps.switch_cfg.set(sw.nid, cfg)
+        nk = n_keys(tree, sw.level)
+        for pid, v in enumerate(schemes.ofan_initial_pointers(nk, tree.w, rng)):
+            maps.ofan_ptr.set(sw.nid * dims.n_ptr + pid, v)

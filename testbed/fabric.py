@@ -1,0 +1,208 @@
+"""Build and tear down a fat tree of namespaces, veth links, TBF queues and
+eBPF switches on the running kernel.
+
+`Fabric(spec)` is a context manager: entering builds everything, leaving
+tears it down (also after an error half-way). Every kernel object lives in a
+namespace named `{prefix}-{node}` or in the bpffs directory `{prefix}-maps`;
+nothing is created in the root namespace, so deleting the namespaces removes
+every veth, qdisc and filter with them.
+
+Speed (see the README): namespaces are created in-process, both veth ends
+are created in their namespaces by one request with explicit ifindex values,
+and each namespace is configured by one batch of netlink messages while bcc
+compiles in a background thread.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import dataplane, netlink, netns, state
+from .dataplane import Compiled, CompileThread, Dims, Maps
+from .netlink import Netlink, Request
+from .schemes import Scheme
+from .topology import FatTree, Node
+
+DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
+DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
+ETH_HLEN = 14
+
+
+class FabricError(RuntimeError):
+    """The fabric cannot be built or found."""
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    k: int
+    rate_bps: int = 100_000_000
+    prefix: str = "tb"
+    scheme: Scheme = Scheme.ECMP
+    mtu: int = DEFAULT_MTU
+    burst_bytes: int = 0  # 0: one maximum-size frame (MTU + Ethernet header)
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    seed: int = 1
+
+    def __post_init__(self) -> None:
+        if self.rate_bps <= 0:
+            raise ValueError(f"rate must be > 0, got {self.rate_bps} bit/s")
+        if self.rate_bps >= 8 * 2**32:
+            raise ValueError(f"rate must be below {8 * 2**32} bit/s")
+        if not 1280 <= self.mtu <= 65535:
+            raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
+        if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
+            raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
+
+    @property
+    def burst(self) -> int:
+        return self.burst_bytes or self.mtu + ETH_HLEN
+
+    def tree(self) -> FatTree:
+        return FatTree(self.k, self.prefix)
+
+
+@dataclass
+class BuildTimes:
+    namespaces_s: float = 0.0
+    links_s: float = 0.0
+    compile_wait_s: float = 0.0
+    maps_s: float = 0.0
+    configure_s: float = 0.0
+    total_s: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def host_rate_bps(rate_bps: int, load: float) -> int:
+    return max(8, int(round(rate_bps * load)))
+
+
+def _ip(addr: Any) -> bytes:
+    return addr.packed  # type: ignore[no-any-return]
+
+
+class Fabric:
+    """A fat tree on the kernel. Use `with Fabric(spec) as fab:`."""
+
+    def __init__(self, spec: FabricSpec) -> None:
+        self.spec = spec
+        self.tree = spec.tree()
+        self.times = BuildTimes()
+        self.compiled: Compiled | None = None
+        self.maps: Maps | None = None
+
+    # -- build -------------------------------------------------------------
+    def __enter__(self) -> Fabric:
+        try:
+            self.build()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.teardown()
+
+    def build(self) -> None:
+        spec, tree = self.spec, self.tree
+        if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
+            raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
+        t0 = time.perf_counter()
+        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
+                                     spec.scheme.label, time.time()))
+        compiling = CompileThread(Dims.of(tree))
+        netns.prepare_run_dir()
+        socks: dict[str, Netlink] = {}
+        fds: dict[str, int] = {}
+        try:
+            for node in tree.nodes:
+                socks[node.name] = netns.create(tree.ns(node.name), _inside_new_namespace)
+            for node in tree.nodes:
+                fds[node.name] = netns.open_fd(tree.ns(node.name))
+            t1 = time.perf_counter()
+            self.times.namespaces_s = t1 - t0
+            with Netlink() as root:
+                root.run(self._veth_requests(fds))
+            t2 = time.perf_counter()
+            self.times.links_s = t2 - t1
+            self.compiled = compiling.get()
+            t3 = time.perf_counter()
+            self.times.compile_wait_s = t3 - t2
+            self.compiled.pin(spec.prefix)
+            self.maps = Maps(spec.prefix)
+            dataplane.program(self.maps, tree)
+            dataplane.set_scheme(self.maps, tree, spec.scheme, spec.seed)
+            t4 = time.perf_counter()
+            self.times.maps_s = t4 - t3
+            for node in tree.nodes:
+                socks[node.name].run(self._configure_requests(node))
+            self.times.configure_s = time.perf_counter() - t4
+        finally:
+            for s in socks.values():
+                s.close()
+            for fd in fds.values():
+                os.close(fd)
+            if self.compiled is None:  # an earlier step failed: keep the program for teardown
+                try:
+                    self.compiled = compiling.get()
+                except BaseException:
+                    pass
+        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
+                                     spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
+                                     complete=True))
+        self.times.total_s = time.perf_counter() - t0
+
+    def _veth_requests(self, fds: dict[str, int]) -> list[Request]:
+        reqs = []
+        for ln in self.tree.links:
+            a, b = self.tree.ports[ln.a_gid], self.tree.ports[ln.b_gid]
+            reqs.append(netlink.veth_pair(a.ifname, a.ifindex, a.mac, fds[ln.a],
+                                          b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu))
+        return reqs
+
+    def _configure_requests(self, node: Node) -> list[Request]:
+        spec, tree = self.spec, self.tree
+        assert self.compiled is not None
+        fds = self.compiled.fds
+        reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
+        for p in tree.ports_of[node.name]:
+            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
+            reqs.append(netlink.qdisc_clsact(p.ifindex))
+            if node.is_host:
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["host_egress"], "host_egress", egress=True))
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["host_ingress"], "host_ingress", egress=False))
+            else:
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["switch_ingress"], "switch_ingress", egress=False))
+            reqs.append(netlink.link_set(p.ifindex, True, f"{node.name}:{p.ifname} up"))
+        if node.is_host:
+            p = tree.host_port(node.name)
+            gw = _ip(tree.gateway_ip(node))
+            reqs.append(netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32))
+            reqs.append(netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac))
+            reqs.append(netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex))
+        return reqs
+
+    # -- teardown ----------------------------------------------------------
+    def teardown(self) -> None:
+        """Idempotent: close maps and program fds, then remove every object."""
+        prog_ids = self.compiled.prog_ids() if self.compiled is not None and self.compiled.fds else {}
+        if self.maps is not None:
+            self.maps.close()
+            self.maps = None
+        if self.compiled is not None:
+            self.compiled.close()
+            self.compiled = None
+        from .clean import clean
+
+        clean(self.spec.prefix, wait_prog_ids=list(prog_ids.values()))
+
+
+def _inside_new_namespace() -> Netlink:
+    """Runs inside each new namespace: no IPv6 (no router solicitations or
+    link-local chatter in the fabric), then a netlink socket bound here."""
+    netns.write_sysctl("net.ipv6.conf.all.disable_ipv6", "1")
+    netns.write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+    return Netlink()

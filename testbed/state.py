@@ -1,0 +1,52 @@
+"""The record of a fabric that is up, kept under /run so other invocations find it."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+STATE_DIR = "/run/testbed"
+
+
+@dataclass(frozen=True)
+class FabricState:
+    prefix: str
+    k: int
+    rate_bps: int
+    mtu: int
+    burst_bytes: int
+    buffer_bytes: int
+    scheme: str
+    created: float
+    prog_ids: dict[str, int] = field(default_factory=dict)
+    pids: list[int] = field(default_factory=list)
+    complete: bool = False
+
+
+def path(prefix: str) -> str:
+    return os.path.join(STATE_DIR, f"{prefix}.json")
+
+
+def save(state: FabricState) -> None:
+    os.makedirs(STATE_DIR, exist_ok=True)
+    tmp = path(state.prefix) + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(asdict(state), f, indent=1)
+    os.replace(tmp, path(state.prefix))
+
+
+def load(prefix: str) -> FabricState | None:
+    try:
+        with open(path(prefix)) as f:
+            return FabricState(**json.load(f))
+    except FileNotFoundError:
+        return None
+
+
+def remove(prefix: str) -> bool:
+    try:
+        os.unlink(path(prefix))
+        return True
+    except FileNotFoundError:
+        return False

@@ -144,8 +144,8 @@ int host_ingress(struct __sk_buff *skb)
     if (!b)
         return TC_ACT_OK;
 
-    __u32 flow = be32_to_cpu(b->dqpn) & 0xFFFFFF;
-    __u64 psn = be32_to_cpu(b->apsn) & 0xFFFFFF;
+    __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
+    __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
     struct flow_rx *f = flow_rx.lookup(&flow);
     if (!f) {
         struct flow_rx zero = {};

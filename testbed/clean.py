@@ -32,7 +32,7 @@ class CleanReport:
 def _ours(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"testbed" in f.read()
+            return b"testbed-sender" in f.read()
     except OSError:
         return False
 

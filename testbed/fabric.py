@@ -28,6 +28,8 @@ from .schemes import Scheme
 from .topology import FatTree, Node
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
+DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing the rate")
+DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
 
@@ -39,11 +41,11 @@ class FabricError(RuntimeError):
 @dataclass(frozen=True)
 class FabricSpec:
     k: int
-    rate_bps: int = 100_000_000
+    rate_bps: int = DEFAULT_RATE_BPS
     prefix: str = "tb"
     scheme: Scheme = Scheme.ECMP
     mtu: int = DEFAULT_MTU
-    burst_bytes: int = 0  # 0: one maximum-size frame (MTU + Ethernet header)
+    burst_bytes: int = 0  # 0: DEFAULT_BURST_FRAMES maximum-size frames (MTU + Ethernet header each)
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     seed: int = 1
 
@@ -59,7 +61,7 @@ class FabricSpec:
 
     @property
     def burst(self) -> int:
-        return self.burst_bytes or self.mtu + ETH_HLEN
+        return self.burst_bytes or DEFAULT_BURST_FRAMES * (self.mtu + ETH_HLEN)
 
     def tree(self) -> FatTree:
         return FatTree(self.k, self.prefix)
@@ -93,6 +95,7 @@ class Fabric:
         self.times = BuildTimes()
         self.compiled: Compiled | None = None
         self.maps: Maps | None = None
+        self.owned = True  # False for a handle from attach(): never torn down here
 
     # -- build -------------------------------------------------------------
     def __enter__(self) -> Fabric:
@@ -104,7 +107,25 @@ class Fabric:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.teardown()
+        if self.owned:
+            self.teardown()
+        elif self.maps is not None:
+            self.maps.close()
+            self.maps = None
+
+    @classmethod
+    def attach(cls, prefix: str) -> Fabric:
+        """A handle on the fabric that is up under `prefix` (built by another
+        invocation). Leaving its context closes the maps and leaves the fabric up."""
+        st = state.load(prefix)
+        if st is None or not st.complete:
+            raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
+        spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
+                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes)
+        fab = cls(spec)
+        fab.owned = False
+        fab.maps = Maps(prefix)
+        return fab
 
     def build(self) -> None:
         spec, tree = self.spec, self.tree
@@ -198,6 +219,61 @@ class Fabric:
         from .clean import clean
 
         clean(self.spec.prefix, wait_prog_ids=list(prog_ids.values()))
+
+
+# -- reading and adjusting a fabric that is up ------------------------------
+@dataclass(frozen=True)
+class QdiscStats:
+    ifindex: int
+    packets: int
+    bytes: int
+    drops: int
+    backlog_bytes: int
+    qlen: int
+    overlimits: int
+
+
+def qdisc_stats(tree: FatTree) -> dict[int, QdiscStats]:
+    """TBF counters of every port, by ifindex (one dump per namespace)."""
+    from pyroute2.netlink.rtnl.tcmsg import tcmsg
+
+    out: dict[int, QdiscStats] = {}
+    for node in tree.nodes:
+        with netns.entered(tree.ns(node.name)), Netlink() as nl:
+            for raw in nl.dump(netlink.RTM_GETQDISC, netlink.dump_qdiscs_body()):
+                m = tcmsg(raw)
+                m.decode()
+                if m.get_attr("TCA_KIND") != "tbf":
+                    continue
+                st = m.get_attr("TCA_STATS2")
+                q = st.get_attr("TCA_STATS_QUEUE")
+                b = st.get_attr("TCA_STATS_BASIC")
+                out[m["index"]] = QdiscStats(m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"],
+                                             q["qlen"], q["overlimits"])
+    return out
+
+
+def link_states(tree: FatTree) -> dict[int, str]:
+    """Operational state (UP, DOWN, ...) of every port, by ifindex."""
+    from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
+
+    out: dict[int, str] = {}
+    for node in tree.nodes:
+        with netns.entered(tree.ns(node.name)), Netlink() as nl:
+            for raw in nl.dump(netlink.RTM_GETLINK, netlink.dump_links_body()):
+                m = ifinfmsg(raw)
+                m.decode()
+                if m["index"] != 1:
+                    out[m["index"]] = str(m.get_attr("IFLA_OPERSTATE"))
+    return out
+
+
+def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int) -> None:
+    """Re-pace every host NIC (its egress TBF) to `rate_bps`."""
+    for h in tree.hosts:
+        p = tree.host_port(h.name)
+        with netns.entered(tree.ns(h.name)), Netlink() as nl:
+            nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True)])
 
 
 def _inside_new_namespace() -> Netlink:

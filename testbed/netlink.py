@@ -136,8 +136,9 @@ def tc_handle(major: int, minor: int) -> int:
     return ((major & 0xFFFF) << 16) | (minor & 0xFFFF)
 
 
-def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int) -> Request:
-    """Root TBF: `rate_bps` in bits/s, burst and limit in bytes (limit makes a bfifo child)."""
+def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, change: bool = False) -> Request:
+    """Root TBF: `rate_bps` in bits/s, burst and limit in bytes (limit makes a
+    bfifo child). `change=True` modifies the existing TBF in place."""
     rate_Bps = rate_bps // 8
     if not 0 < rate_Bps < 2**32:
         raise ValueError(f"rate {rate_bps} bit/s out of range for tc_ratespec")
@@ -150,7 +151,7 @@ def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int) -> 
     opts = attr(TCA_TBF_PARMS, qopt) + attr_u32(TCA_TBF_BURST, burst_bytes)
     body = _TCMSG.pack(0, index, tc_handle(1, 0), TC_H_ROOT, 0) + attr_str(TCA_KIND, "tbf") + attr(
         TCA_OPTIONS, opts)
-    return Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")
+    return Request(RTM_NEWQDISC, 0 if change else NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")
 
 
 def qdisc_clsact(index: int) -> Request:

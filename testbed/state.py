@@ -50,3 +50,12 @@ def remove(prefix: str) -> bool:
         return True
     except FileNotFoundError:
         return False
+
+
+def record_pid(prefix: str, pid: int, add: bool = True) -> None:
+    """Add (or remove) a process the tool started, so `clean` can kill it by PID."""
+    st = load(prefix)
+    if st is None:
+        return
+    pids = [p for p in st.pids if p != pid] + ([pid] if add else [])
+    save(FabricState(**{**asdict(st), "pids": pids}))

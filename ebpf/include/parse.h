@@ -18,9 +18,8 @@
 #define TC_ACT_SHOT 2
 #define TC_ACT_STOLEN 4
 
-#define be16_to_cpu(x) __builtin_bswap16(x)
-#define cpu_to_be16(x) __builtin_bswap16(x)
-#define be32_to_cpu(x) __builtin_bswap32(x)
+#define TB_BE16(x) __builtin_bswap16(x)  /* network <-> host order */
+#define TB_BE32(x) __builtin_bswap32(x)
 
 struct tb_eth {
     __u8 dst[ETH_ALEN];
@@ -67,7 +66,7 @@ static __always_inline struct tb_eth *parse_eth(void *data, void *end)
 
 static __always_inline struct tb_ipv4 *parse_ipv4(struct tb_eth *eth, void *end)
 {
-    if (eth->proto != cpu_to_be16(ETH_P_IP))
+    if (eth->proto != TB_BE16(ETH_P_IP))
         return NULL;
     struct tb_ipv4 *ip = (void *)(eth + 1);
     if ((void *)(ip + 1) > end || ip->ver_ihl != 0x45)
@@ -89,7 +88,7 @@ static __always_inline struct tb_udp *parse_udp(struct tb_ipv4 *ip, void *end)
 /* BTH if the packet is RoCEv2 (UDP destination port 4791), else NULL. */
 static __always_inline struct tb_bth *parse_bth(struct tb_udp *udp, void *end)
 {
-    if (udp->dest != cpu_to_be16(ROCE_UDP_PORT))
+    if (udp->dest != TB_BE16(ROCE_UDP_PORT))
         return NULL;
     struct tb_bth *b = (void *)(udp + 1);
     if ((void *)(b + 1) > end)

@@ -1,0 +1,179 @@
+"""Measurements: turn raw kernel counters into the numbers a run reports.
+
+Reading is done by `read_ports` / `read_flows` (map reads only); everything
+else here is pure arithmetic on those samples, so it is unit-tested without a
+kernel.
+
+Queue averages are exact, not sampled: each port keeps the integral of its
+occupancy over time (see ebpf/include/queue.h), so the time-weighted average
+over the collective is integral / CCT. Queues are empty before the first
+packet is sent and after the last one is received, so the integral since the
+reset equals the integral over the collective.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .dataplane import Maps, PortQ
+from .topology import FatTree, Stage
+from .traffic.packet import Packetizer
+from .traffic.workloads import Flow
+
+U64 = 1 << 64
+
+
+def signed(v: int) -> int:
+    v %= U64
+    return v - U64 if v >= 1 << 63 else v
+
+
+@dataclass(frozen=True)
+class PortSample:
+    ifindex: int
+    pkts: int
+    bytes: int
+    max_pkts: int
+    max_bytes: int
+    integral_pkts_ns: int  # occupancy-time integral since the reset
+    integral_bytes_ns: int
+    tx_pkts: int
+    tx_bytes: int
+    rx_pkts: int
+    rx_bytes: int
+    first_rx_ns: int
+    last_rx_ns: int
+    first_tx_ns: int
+    last_tx_ns: int
+
+
+@dataclass(frozen=True)
+class FlowSample:
+    fid: int
+    pkts: int
+    bytes: int
+    first_ns: int
+    last_ns: int
+    ooo: int
+    max_disp: int
+
+
+def reset_ports(maps: Maps, tree: FatTree) -> int:
+    """Start a measurement window on every port: keep the current occupancy,
+    zero everything else, restart the integral. Returns the reset time (ns)."""
+    now = time.monotonic_ns()
+    for p in tree.ports:
+        q = maps.port_q.get(p.ifindex)
+        occ_p = signed(q.pkts) if q is not None else 0
+        occ_b = signed(q.bytes) if q is not None else 0
+        maps.port_q.set(p.ifindex, PortQ(pkts=occ_p % U64, bytes=occ_b % U64, max_pkts=max(occ_p, 0),
+                                         max_bytes=max(occ_b, 0), area_pkts=(-occ_p * now) % U64,
+                                         area_bytes=(-occ_b * now) % U64))
+    return now
+
+
+def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
+    now = time.monotonic_ns()
+    out = {}
+    for p in tree.ports:
+        q = maps.port_q.get(p.ifindex)
+        assert q is not None
+        occ_p, occ_b = signed(q.pkts), signed(q.bytes)
+        out[p.ifindex] = PortSample(
+            p.ifindex, occ_p, occ_b, q.max_pkts, q.max_bytes,
+            signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
+            q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns)
+    return out
+
+
+def read_flows(maps: Maps) -> dict[int, FlowSample]:
+    out = {}
+    for fid in maps.flow_rx.keys():
+        f = maps.flow_rx.get(fid)
+        if f is not None:
+            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp)
+    return out
+
+
+def received_packets(maps: Maps) -> int:
+    total = 0
+    for fid in maps.flow_rx.keys():
+        f = maps.flow_rx.get(fid)
+        if f is not None:
+            total += f.pkts
+    return total
+
+
+# -- pure metrics -------------------------------------------------------------
+def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer) -> tuple[dict[int, int], dict[int, int]]:
+    """Frame bytes each host sends and receives."""
+    sent: dict[int, int] = {}
+    recv: dict[int, int] = {}
+    for f in flows:
+        b = pk.frame_bytes(f.size_bytes)
+        sent[f.src] = sent.get(f.src, 0) + b
+        recv[f.dst] = recv.get(f.dst, 0) + b
+    return sent, recv
+
+
+def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
+                      burst_bytes: int) -> float:
+    """No collective can finish sooner: each host's NIC (a token bucket of
+    `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
+    time t, and each host's last link (a token bucket at line rate) delivers at
+    most as much. A TBF with tokens releases a packet at once, so an emulated
+    hop adds no serialisation delay of its own: the bound has no per-hop term
+    (see the README, "CCT and its lower bound")."""
+    sent, recv = host_frame_bytes(flows, pk)
+    send_s = max(max(0, b - burst_bytes) * 8 / host_rate_bps for b in sent.values())
+    recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
+    return max(send_s, recv_s)
+
+
+@dataclass(frozen=True)
+class PortQueue:
+    port: str
+    stage: str
+    avg_pkts: float
+    max_pkts: int
+    avg_bytes: float
+    max_bytes: int
+    tx_pkts: int
+
+
+def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) -> list[PortQueue]:
+    out = []
+    for p in tree.ports:
+        s = ports[p.ifindex]
+        out.append(PortQueue(p.label, p.stage.label, s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
+                             s.max_pkts, s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0, s.max_bytes,
+                             s.tx_pkts))
+    return out
+
+
+def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
+    """Per stage: mean of the ports' time-averaged queues, and the largest maximum."""
+    acc: dict[str, list[PortQueue]] = {s.label: [] for s in Stage}
+    for q in queues:
+        acc[q.stage].append(q)
+    return {st: {"avg_pkts": sum(q.avg_pkts for q in qs) / len(qs) if qs else 0.0,
+                 "max_pkts": max((q.max_pkts for q in qs), default=0)} for st, qs in acc.items()}
+
+
+def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
+                  host_rate_bps: int) -> dict[str, float]:
+    """Achieved / configured rate - 1 for each sending host NIC, measured from
+    the arrival times of its packets at its edge switch."""
+    out = {}
+    for src in sorted({f.src for f in flows}):
+        host = tree.hosts[src]
+        s = ports[tree.host_port(host.name).ifindex]
+        span = s.last_rx_ns - s.first_rx_ns
+        if s.rx_pkts < 2 or span <= 0:
+            continue
+        first_frame = s.rx_bytes / s.rx_pkts  # frames of one host are equal-sized but for the last
+        achieved = (s.rx_bytes - first_frame) * 8 / (span / 1e9)
+        out[host.name] = achieved / host_rate_bps - 1.0
+    return out

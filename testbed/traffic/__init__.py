@@ -1,0 +1,1 @@
+"""Traffic: what to send (workloads) and the paced senders that send it."""

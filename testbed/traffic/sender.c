@@ -1,0 +1,195 @@
+/* testbed-sender: paced RoCEv2-like UDP senders for the testbed.
+ *
+ * One thread per source namespace. Each thread enters its namespace
+ * (setns on /run/netns/NAME), opens one UDP socket per flow (bound to the
+ * source address, connected to destination:4791, small SO_SNDBUF), waits on a
+ * barrier with every other thread, then sends its flows round-robin, one
+ * packet each, with blocking send(). The host NIC (egress TBF) does the
+ * pacing: send() blocks while the socket's send buffer is full.
+ *
+ * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
+ *         + payload bytes + 4-byte ICRC trailer.
+ *
+ * stdin, one flow per line:  NSPATH FID SRC_IP DST_IP SIZE_BYTES PAYLOAD
+ * argv: deadline_s sndbuf_bytes
+ * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS
+ * Exit status 0 unless setup failed (message on stderr).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FLOWS 65536
+#define ROCE_PORT 4791
+#define BTH_LEN 12
+#define ICRC_LEN 4
+
+struct flow {
+    char ns[256];
+    uint32_t fid;
+    char src[64], dst[64];
+    uint64_t size, payload;
+    int sock;
+    uint64_t packets, bytes, errors;
+};
+
+struct group {            /* the flows of one source namespace */
+    struct flow **flows;
+    int n;
+};
+
+static struct flow flows[MAX_FLOWS];
+static int n_flows;
+static pthread_barrier_t ready;
+static double deadline_s;
+static int sndbuf;
+static volatile int setup_failed;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void put_bth(uint8_t *b, uint32_t qp, uint32_t psn)
+{
+    b[0] = 0x04; /* RC SEND only */
+    b[1] = 0;
+    b[2] = 0xFF; b[3] = 0xFF; /* default P_Key */
+    uint32_t dq = htonl(qp & 0xFFFFFF), ps = htonl(psn & 0xFFFFFF);
+    memcpy(b + 4, &dq, 4);
+    memcpy(b + 8, &ps, 4);
+}
+
+static int open_flow(struct flow *f)
+{
+    struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
+    if (inet_pton(AF_INET, f->src, &src.sin_addr) != 1 || inet_pton(AF_INET, f->dst, &dst.sin_addr) != 1)
+        return -1;
+    f->sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (f->sock < 0)
+        return -1;
+    if (setsockopt(f->sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)
+        return -1;
+    if (bind(f->sock, (struct sockaddr *)&src, sizeof(src)) < 0)
+        return -1;
+    if (connect(f->sock, (struct sockaddr *)&dst, sizeof(dst)) < 0)
+        return -1;
+    return 0;
+}
+
+static void *run_group(void *arg)
+{
+    struct group *g = arg;
+    uint64_t maxlen = 0;
+    int fd = open(g->flows[0]->ns, O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || setns(fd, CLONE_NEWNET) < 0) {
+        fprintf(stderr, "testbed-sender: cannot enter %s: %s\n", g->flows[0]->ns, strerror(errno));
+        setup_failed = 1;
+    }
+    if (fd >= 0)
+        close(fd);
+    for (int i = 0; i < g->n && !setup_failed; i++) {
+        if (open_flow(g->flows[i]) < 0) {
+            fprintf(stderr, "testbed-sender: flow %u: %s\n", g->flows[i]->fid, strerror(errno));
+            setup_failed = 1;
+        }
+        if (g->flows[i]->payload > maxlen)
+            maxlen = g->flows[i]->payload;
+    }
+    uint8_t *buf = calloc(1, maxlen + BTH_LEN + ICRC_LEN);
+    pthread_barrier_wait(&ready);
+    if (setup_failed || !buf)
+        return NULL;
+
+    for (uint32_t psn = 0;; psn++) {
+        int active = 0;
+        if (now_s() > deadline_s)
+            break;
+        for (int i = 0; i < g->n; i++) {
+            struct flow *f = g->flows[i];
+            uint64_t done = (uint64_t)psn * f->payload;
+            if (done >= f->size)
+                continue;
+            active = 1;
+            uint64_t len = f->size - done < f->payload ? f->size - done : f->payload;
+            put_bth(buf, f->fid, psn);
+            size_t total = BTH_LEN + len + ICRC_LEN;
+            ssize_t rc;
+            do {
+                rc = send(f->sock, buf, total, 0);
+            } while (rc < 0 && errno == EINTR);
+            if (rc < 0) {
+                f->errors++;
+            } else {
+                f->packets++;
+                f->bytes += (uint64_t)rc;
+            }
+        }
+        if (!active)
+            break;
+    }
+    free(buf);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES < flows\n");
+        return 2;
+    }
+    deadline_s = atof(argv[1]);
+    sndbuf = atoi(argv[2]);
+    char line[1024];
+    while (fgets(line, sizeof(line), stdin) && n_flows < MAX_FLOWS) {
+        struct flow *f = &flows[n_flows];
+        if (sscanf(line, "%255s %u %63s %63s %lu %lu", f->ns, &f->fid, f->src, f->dst, &f->size, &f->payload) != 6)
+            continue;
+        if (f->payload == 0 || f->size == 0)
+            continue;
+        f->sock = -1;
+        n_flows++;
+    }
+    if (n_flows == 0) {
+        fprintf(stderr, "testbed-sender: no flows on stdin\n");
+        return 2;
+    }
+    /* group flows by namespace, in order of first appearance */
+    struct group *groups = calloc(n_flows, sizeof(*groups));
+    int n_groups = 0;
+    for (int i = 0; i < n_flows; i++) {
+        int g = 0;
+        while (g < n_groups && strcmp(groups[g].flows[0]->ns, flows[i].ns) != 0)
+            g++;
+        if (g == n_groups) {
+            groups[g].flows = calloc(n_flows, sizeof(struct flow *));
+            n_groups++;
+        }
+        groups[g].flows[groups[g].n++] = &flows[i];
+    }
+    pthread_t *th = calloc(n_groups, sizeof(*th));
+    pthread_barrier_init(&ready, NULL, n_groups);
+    deadline_s += now_s();
+    for (int g = 0; g < n_groups; g++)
+        pthread_create(&th[g], NULL, run_group, &groups[g]);
+    for (int g = 0; g < n_groups; g++)
+        pthread_join(th[g], NULL);
+    if (setup_failed)
+        return 1;
+    for (int i = 0; i < n_flows; i++)
+        printf("%u %lu %lu %lu\n", flows[i].fid, flows[i].packets, flows[i].bytes, flows[i].errors);
+    return 0;
+}

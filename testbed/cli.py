@@ -1,0 +1,328 @@
+"""The `testbed` command. The only module that prints.
+
+Every argument is checked before any kernel object is touched; a bad one
+gives a one-line error on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from . import clean as clean_mod
+from . import netns, state
+from .experiment import RunError, RunParams
+from .fabric import DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
+from .schemes import Scheme, SchemeError, names
+from .topology import FatTree, TopologyError, validate_k, validate_prefix
+from .traffic.workloads import WORKLOADS, WorkloadError
+from .units import format_rate, parse_rate, parse_size
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _k(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"k must be an integer, got {text!r}") from None
+    try:
+        validate_k(k)
+    except TopologyError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return k
+
+
+def _rate(text: str) -> int:
+    try:
+        return parse_rate(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _load(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"load must be a number, got {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"load must be in (0, 1], got {text}")
+    return v
+
+
+def _scheme(text: str) -> Scheme:
+    try:
+        return Scheme.parse(text)
+    except SchemeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _prefix(text: str) -> str:
+    try:
+        validate_prefix(text)
+    except TopologyError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="testbed", description="Fat-tree load-balancing testbed on the real kernel.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    rate_help = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
+
+    def common(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--prefix", type=_prefix, default="tb", help="name prefix of every kernel object (default tb)")
+
+    up = sub.add_parser("up", help="build a fat tree and leave it up")
+    up.add_argument("--k", type=_k, required=True)
+    up.add_argument("--rate", type=_rate, default=DEFAULT_RATE_BPS, help=rate_help)
+    up.add_argument("--scheme", type=_scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
+    up.add_argument("--seed", type=int, default=1)
+    common(up)
+
+    st = sub.add_parser("status", help="describe the fabric that is up")
+    st.add_argument("--json", action="store_true")
+    common(st)
+
+    run = sub.add_parser("run", help="run a collective (on the fabric that is up, or on an ephemeral one)")
+    run.add_argument("--workload", required=True, choices=WORKLOADS)
+    run.add_argument("--size", type=_size, required=True, help="bytes per flow (units: KB, MB)")
+    run.add_argument("--load", type=_load, default=1.0, help="host pacing as a fraction of line rate")
+    run.add_argument("--scheme", type=_scheme, default=Scheme.ECMP)
+    run.add_argument("--seed", type=int, default=1)
+    run.add_argument("--k", type=_k, default=None, help="fat-tree k (ephemeral fabric: default 4)")
+    run.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
+    run.add_argument("--fan-in", type=_positive_int, default=2, help="incast senders (default 2)")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    run.add_argument("--out", type=Path, default=None, help="write result.json into this directory")
+    common(run)
+
+    down = sub.add_parser("down", help="tear the fabric down")
+    common(down)
+    cl = sub.add_parser("clean", help="remove every leftover kernel object with the prefix")
+    common(cl)
+    ping = sub.add_parser("ping", help="check that every host reaches every other host")
+    ping.add_argument("--json", action="store_true")
+    common(ping)
+
+    demo = sub.add_parser("demo", help="k=4, 1MB permutation at load 1.0 under ECMP and Ofan, side by side")
+    demo.add_argument("--k", type=_k, default=4)
+    demo.add_argument("--size", type=_size, default=1 << 20)
+    demo.add_argument("--load", type=_load, default=1.0)
+    demo.add_argument("--rate", type=_rate, default=DEFAULT_RATE_BPS, help=rate_help)
+    demo.add_argument("--seed", type=int, default=1)
+    common(demo)
+    return p
+
+
+def _need_root() -> None:
+    if os.geteuid() != 0:
+        raise FabricError("must run as root (sudo ./scripts/testbed ...)")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+def cmd_up(a: argparse.Namespace) -> int:
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed)
+    _need_root()
+    fab = Fabric(spec)
+    try:
+        fab.build()
+    except BaseException:
+        fab.teardown()
+        raise
+    times = fab.times
+    if fab.maps is not None:
+        fab.maps.close()
+    if fab.compiled is not None:
+        fab.compiled.close()  # the filters keep the programs; the pins keep the maps
+    t = fab.tree
+    print(f"fabric {a.prefix} up: k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
+          f"rate {format_rate(a.rate)}, scheme {a.scheme.label} (built in {times.total_s:.2f} s)")
+    return 0
+
+
+def status_dict(prefix: str) -> dict[str, Any]:
+    from . import fabric as fabric_mod
+
+    with Fabric.attach(prefix) as fab:
+        tree = fab.tree
+        assert fab.maps is not None
+        states = fabric_mod.link_states(tree)
+        switches = {}
+        for sw in tree.switches:
+            cfg = fab.maps.switch_cfg.get(sw.nid)
+            if sw.level.name != "CORE" and cfg is not None:
+                switches[sw.name] = {"scheme": Scheme(cfg.scheme).label}
+        links = []
+        for ln in tree.links:
+            a, b = tree.ports[ln.a_gid], tree.ports[ln.b_gid]
+            sa, sb = states.get(a.ifindex, "absent"), states.get(b.ifindex, "absent")
+            links.append({"link": ln.name, "a": ln.a, "b": ln.b, "state_a": sa, "state_b": sb,
+                          "state": "up" if sa == sb == "UP" else "down"})
+        return {
+            "prefix": prefix, "k": tree.k, "rate_bps": fab.spec.rate_bps, "rate": format_rate(fab.spec.rate_bps),
+            "mtu": fab.spec.mtu, "burst_bytes": fab.spec.burst, "hosts": tree.n_hosts,
+            "switches_total": tree.n_switches, "namespaces": len(netns.listed(prefix)),
+            "nodes": [{"name": n.name, "tier": n.level.name.lower(), "namespace": tree.ns(n.name),
+                       **({"ip": str(tree.host_ip(n))} if n.is_host else {})} for n in tree.nodes],
+            "links": links, "switches": switches,
+        }
+
+
+def cmd_status(a: argparse.Namespace) -> int:
+    _need_root()
+    st = status_dict(a.prefix)
+    if a.json:
+        print(json.dumps(st))
+    else:
+        from .report import status_table
+
+        _console().print(status_table(st))
+    return 0
+
+
+def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
+    if a.out is not None:
+        a.out.mkdir(parents=True, exist_ok=True)
+        (a.out / "result.json").write_text(json.dumps(r, indent=1))
+    if a.json:
+        print(json.dumps(r))
+    else:
+        from .report import run_table
+
+        _console().print(run_table(r))
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .experiment import run
+
+    params = RunParams(a.workload, a.size, a.load, a.scheme, a.seed, a.fan_in)
+    st = state.load(a.prefix)
+    if st is not None:
+        if a.k is not None and a.k != st.k:
+            raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
+        if a.rate is not None and a.rate != st.rate_bps:
+            raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
+        if a.workload == "incast" and a.fan_in >= FatTree(st.k).n_hosts:
+            raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(st.k).n_hosts})")
+        _need_root()
+        with Fabric.attach(a.prefix) as fab:
+            result = run(fab, params).to_json()
+    else:
+        k = a.k or 4
+        if a.workload == "incast" and a.fan_in >= FatTree(k).n_hosts:
+            raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(k).n_hosts})")
+        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=a.scheme, seed=a.seed)
+        _need_root()
+        with Fabric(spec) as fab:
+            result = run(fab, params).to_json()
+    _print_result(a, result)
+    return 0
+
+
+def cmd_down(a: argparse.Namespace) -> int:
+    _need_root()
+    if state.load(a.prefix) is None and not netns.listed(a.prefix):
+        raise FabricError(f"no fabric with prefix {a.prefix!r} is up")
+    rep = clean_mod.clean(a.prefix)
+    print(f"fabric {a.prefix} down: {rep.namespaces} namespaces removed in {rep.wait_s:.2f} s")
+    return 0
+
+
+def cmd_clean(a: argparse.Namespace) -> int:
+    _need_root()
+    rep = clean_mod.clean(a.prefix)
+    print(f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
+          f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}")
+    return 0
+
+
+def cmd_ping(a: argparse.Namespace) -> int:
+    from .reach import all_pairs
+
+    _need_root()
+    with Fabric.attach(a.prefix) as fab:
+        tree = fab.tree
+        got = all_pairs(tree)
+    want = tree.n_hosts * (tree.n_hosts - 1)
+    missing = sorted((tree.hosts[s].name, tree.hosts[d].name) for s in range(tree.n_hosts)
+                     for d in range(tree.n_hosts) if s != d and (s, d) not in got)
+    if a.json:
+        print(json.dumps({"pairs": want, "reachable": len(got), "missing": missing}))
+    else:
+        print(f"{len(got)}/{want} host pairs reachable" + (f"; missing e.g. {missing[:5]}" if missing else ""))
+    return 0 if not missing else 1
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from .experiment import run
+    from .report import compare_table
+
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed)
+    _need_root()
+    con = _console()
+    results = []
+    with Fabric(spec) as fab:
+        con.print(f"built k={a.k} fat tree ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
+                  f"in {fab.times.total_s:.2f} s; link rate {format_rate(a.rate)}")
+        for scheme in (Scheme.ECMP, Scheme.OFAN):
+            results.append(run(fab, RunParams("permutation", a.size, a.load, scheme, a.seed)).to_json())
+    con.print(compare_table(results, title=f"random permutation, {a.size} B per host, load {a.load}, k={a.k}"))
+    con.print("fabric torn down")
+    return 0
+
+
+COMMANDS = {"up": cmd_up, "status": cmd_status, "run": cmd_run, "down": cmd_down, "clean": cmd_clean,
+            "ping": cmd_ping, "demo": cmd_demo}
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        a = build_parser().parse_args(argv)
+        return COMMANDS[a.cmd](a)
+    except UsageError as e:
+        print(f"testbed: error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, FabricError, TopologyError) as e:
+        print(f"testbed: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("testbed: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

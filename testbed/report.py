@@ -1,0 +1,49 @@
+"""Human-readable output: comparison tables built with rich (no printing here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from .topology import Stage
+
+
+def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
+    """One column per run (scheme), one row per metric."""
+    t = Table(title=title or None)
+    t.add_column("metric")
+    for r in results:
+        t.add_column(r["scheme"], justify="right")
+
+    def row(name: str, fmt: Any) -> None:
+        t.add_row(name, *[fmt(r) for r in results])
+
+    row("CCT (ms)", lambda r: f"{r['cct_s'] * 1e3:.2f}")
+    row("lower bound (ms)", lambda r: f"{r['cct_lower_bound_s'] * 1e3:.2f}")
+    row("CCT increase", lambda r: f"{100 * r['cct_increase']:.2f} %")
+    for st in Stage:
+        row(f"{st.label} queue avg / max (pkts)",
+            lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
+    row("packets sent / received", lambda r: f"{r['packets_sent']} / {r['packets_received']}")
+    row("drops", lambda r: str(r["drops"]))
+    row("max host pacing error", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
+    return t
+
+
+def run_table(r: dict[str, Any]) -> Table:
+    return compare_table([r], title=f"{r['workload']} {r['size_bytes']} B, load {r['load']}, k={r['k']}")
+
+
+def status_table(st: dict[str, Any]) -> Table:
+    t = Table(title=f"fabric {st['prefix']}: k={st['k']}, {st['hosts']} hosts, rate {st['rate']}")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("namespaces", str(st["namespaces"]))
+    t.add_row("links", str(len(st["links"])))
+    t.add_row("links up", str(sum(1 for ln in st["links"] if ln["state"] == "up")))
+    schemes: dict[str, int] = {}
+    for s in st["switches"].values():
+        schemes[s["scheme"]] = schemes.get(s["scheme"], 0) + 1
+    t.add_row("LB switches by scheme", ", ".join(f"{k}: {v}" for k, v in sorted(schemes.items())))
+    return t

@@ -1,0 +1,40 @@
+"""Parsing of rates and sizes given on the command line."""
+
+from __future__ import annotations
+
+import re
+
+_RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
+_SIZE_UNITS = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2, "gb": 1024**3, "gib": 1024**3}
+_NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_rate(text: str) -> int:
+    """'100mbit' -> 100000000 bit/s (units bit, kbit, mbit, gbit; a bare number is bit/s)."""
+    m = _NUM.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or (unit and unit not in _RATE_UNITS):
+        raise ValueError(f"cannot parse rate {text!r} (examples: 100mbit, 1gbit, 500kbit)")
+    value = float(m.group(1)) * _RATE_UNITS[unit or "bit"]
+    if value <= 0:
+        raise ValueError(f"rate must be > 0, got {text!r}")
+    return int(round(value))
+
+
+def parse_size(text: str) -> int:
+    """'1MB' -> 1048576 bytes (units B, KB, MB, GB are powers of 1024; a bare number is bytes)."""
+    m = _NUM.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or (unit and unit not in _SIZE_UNITS):
+        raise ValueError(f"cannot parse size {text!r} (examples: 4096, 256KB, 1MB)")
+    value = float(m.group(1)) * _SIZE_UNITS[unit or "b"]
+    if value <= 0 or value != int(value):
+        raise ValueError(f"size must be a positive whole number of bytes, got {text!r}")
+    return int(value)
+
+
+def format_rate(bps: int) -> str:
+    for unit, mult in (("gbit", 10**9), ("mbit", 10**6), ("kbit", 10**3)):
+        if bps % mult == 0:
+            return f"{bps // mult}{unit}"
+    return f"{bps}bit"

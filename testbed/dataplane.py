@@ -146,7 +146,7 @@ class Compiled:
         from bcc import BPF  # the only bcc import of the package
 
         self.dims = dims
-        self._bpf: Any = BPF(text=source(), cflags=dims.cflags())
+        self._bpf: Any = BPF(text=source().encode(), cflags=dims.cflags())
         self.fds: dict[str, int] = {}
         for name in ENTRY_POINTS:
             self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd

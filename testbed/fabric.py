@@ -96,9 +96,12 @@ class Fabric:
         self.compiled: Compiled | None = None
         self.maps: Maps | None = None
         self.owned = True  # False for a handle from attach(): never torn down here
+        self._claimed = False  # True once build() has claimed the prefix: teardown may clean it
 
     # -- build -------------------------------------------------------------
     def __enter__(self) -> Fabric:
+        if not self.owned:
+            return self  # a handle from attach(): the fabric is already up
         try:
             self.build()
         except BaseException:
@@ -131,6 +134,7 @@ class Fabric:
         spec, tree = self.spec, self.tree
         if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
             raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
+        self._claimed = True
         t0 = time.perf_counter()
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time()))
@@ -216,9 +220,12 @@ class Fabric:
         if self.compiled is not None:
             self.compiled.close()
             self.compiled = None
+        if not self._claimed:
+            return  # never built (e.g. the prefix was taken): nothing of ours to remove
         from .clean import clean
 
         clean(self.spec.prefix, wait_prog_ids=list(prog_ids.values()))
+        self._claimed = False
 
 
 # -- reading and adjusting a fabric that is up ------------------------------

@@ -1,0 +1,28 @@
+"""Shared checks for root tests: what a prefix leaves behind in the kernel."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from testbed import dataplane, state
+
+
+def leftovers(prefix: str) -> list[str]:
+    """Every object carrying `prefix` that still exists (empty when clean)."""
+    out = []
+    try:
+        out += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(prefix + "-")]
+    except FileNotFoundError:
+        pass
+    if os.path.exists(dataplane.pin_dir(prefix)):
+        out.append(f"pinned {dataplane.pin_dir(prefix)}")
+    if os.path.exists(state.path(prefix)):
+        out.append(f"state {state.path(prefix)}")
+    return out
+
+
+def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True,
+                          timeout=timeout)

@@ -1,0 +1,104 @@
+"""The command line on the real kernel: up, status, run, down, clean."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from .helpers import cli, leftovers
+
+pytestmark = pytest.mark.root
+
+REQUIRED_RUN_KEYS = {"scheme", "workload", "k", "hosts", "size_bytes", "load", "rate_bps", "seed", "cct_s",
+                     "cct_lower_bound_s", "cct_increase", "packets_sent", "packets_received", "drops", "queues",
+                     "ports", "fidelity"}
+STAGES = {"host_edge", "edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host"}
+
+
+def test_up_status_run_down() -> None:
+    p = "tc"
+    assert leftovers(p) == []
+    try:
+        r = cli("up", "--k", "4", "--scheme", "ofan", "--prefix", p)
+        assert r.returncode == 0, r.stderr
+        again = cli("up", "--k", "4", "--prefix", p)
+        assert again.returncode == 2 and "already up" in again.stderr
+        assert len(again.stderr.strip().splitlines()) == 1
+
+        st = cli("status", "--json", "--prefix", p)
+        assert st.returncode == 0, st.stderr
+        s = json.loads(st.stdout)
+        assert s["k"] == 4 and s["hosts"] == 16 and s["namespaces"] == 36
+        assert len(s["links"]) == 48 and all(ln["state"] == "up" for ln in s["links"])
+        assert {v["scheme"] for v in s["switches"].values()} == {"ofan"}
+
+        before = sorted(os.listdir("/run/netns"))
+        wrong_k = cli("run", "--workload", "permutation", "--size", "256KB", "--k", "6", "--prefix", p)
+        assert wrong_k.returncode == 2 and len(wrong_k.stderr.strip().splitlines()) == 1
+        assert sorted(os.listdir("/run/netns")) == before
+
+        out = cli("run", "--workload", "permutation", "--size", "256KB", "--load", "0.9", "--scheme", "ofan",
+                  "--seed", "4", "--json", "--prefix", p)
+        assert out.returncode == 0, out.stderr
+        res = json.loads(out.stdout)  # exactly one JSON object on stdout
+        assert REQUIRED_RUN_KEYS <= set(res)
+        assert set(res["queues"]) == STAGES
+        assert all({"avg_pkts", "max_pkts"} <= set(v) for v in res["queues"].values())
+        assert all({"port", "stage", "avg_pkts", "max_pkts"} <= set(x) for x in res["ports"])
+        assert res["packets_received"] == res["packets_sent"] == 16 * 64
+        assert res["size_bytes"] == 256 * 1024 and res["load"] == 0.9 and res["k"] == 4
+        assert "pacing_error_max" in res["fidelity"]
+
+        down = cli("down", "--prefix", p)
+        assert down.returncode == 0, down.stderr
+        assert leftovers(p) == []
+        assert cli("down", "--prefix", p).returncode == 2
+    finally:
+        cli("clean", "--prefix", p)
+
+
+def test_ephemeral_run_leaves_nothing() -> None:
+    p = "te"
+    r = cli("run", "--workload", "incast", "--size", "64KB", "--fan-in", "3", "--json", "--prefix", p)
+    assert r.returncode == 0, r.stderr
+    res = json.loads(r.stdout)
+    assert res["packets_received"] == res["packets_sent"] == 3 * 16
+    assert leftovers(p) == []
+
+
+def test_clean_recovers_after_sigkill_during_up() -> None:
+    p = "tk"
+    decoys = ["tkk-keep", "tk2"]
+    for d in decoys:
+        subprocess.run(["ip", "netns", "add", d], check=True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "up", "--k", "8", "--prefix", p],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if any(n.startswith(p + "-") for n in os.listdir("/run/netns")):
+                break
+            time.sleep(0.005)
+        time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        assert leftovers(p), "the build should have been interrupted half-way"
+        r = cli("clean", "--prefix", p)
+        assert r.returncode == 0, r.stderr
+        assert leftovers(p) == []
+        names = os.listdir("/run/netns")
+        assert all(d in names for d in decoys)
+        # a new fabric with the same prefix can be built afterwards
+        assert cli("up", "--k", "4", "--prefix", p).returncode == 0
+        assert cli("down", "--prefix", p).returncode == 0
+        assert leftovers(p) == []
+    finally:
+        cli("clean", "--prefix", p)
+        for d in decoys:
+            subprocess.run(["ip", "netns", "del", d], check=False)

@@ -1,0 +1,61 @@
+"""Bad input: one line on stderr, exit status 2, and no kernel object made.
+
+These run the real CLI in a subprocess. As root they would build a fabric if
+validation let anything through, so "no namespace appeared" is a real check.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+PREFIX = "tv"
+
+
+def _namespaces() -> set[str]:
+    try:
+        return set(os.listdir("/run/netns"))
+    except FileNotFoundError:
+        return set()
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True, timeout=60)
+
+
+BAD = [
+    ("up", "--k", "5"),
+    ("up", "--k", "2"),
+    ("up", "--k", "four"),
+    ("up", "--k", "4", "--scheme", "spray"),
+    ("up", "--k", "4", "--rate", "0mbit"),
+    ("up", "--k", "4", "--rate", "-5mbit"),
+    ("up", "--k", "4", "--prefix", "Bad-Prefix"),
+    ("run", "--workload", "permutation", "--size", "0", "--load", "1"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--load", "0"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--load", "1.5"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--load", "-0.1"),
+    ("run", "--workload", "alltoallish", "--size", "1MB"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "nope"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--k", "7"),
+    ("run", "--workload", "incast", "--size", "1MB", "--fan-in", "16"),
+    ("demo", "--k", "3"),
+    ("frobnicate",),
+]
+
+
+@pytest.mark.parametrize("args", BAD, ids=[" ".join(a) for a in BAD])
+def test_bad_input_is_one_line_and_builds_nothing(args: tuple[str, ...]) -> None:
+    before = _namespaces()
+    r = _cli(*args, "--prefix", PREFIX) if args[0] in ("up", "run", "demo") and "--prefix" not in args else _cli(*args)
+    assert r.returncode == 2, r
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("testbed: error:")
+    assert r.stdout == ""
+    assert _namespaces() == before
+    assert not any(n.startswith(PREFIX + "-") for n in _namespaces())
+    assert not os.path.exists(f"/sys/fs/bpf/{PREFIX}-maps")

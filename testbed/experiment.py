@@ -105,7 +105,7 @@ def run(fab: Fabric, p: RunParams) -> Result:
     collector.reset_ports(maps, tree)
 
     bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst)
-    senders = Senders(tree, flows, pk)
+    senders = Senders(tree, flows, pk, p.seed)
     pid: list[int] = []
     try:
         sent = senders.run(timeout_s=10 * bound + 10,
@@ -133,7 +133,7 @@ def run(fab: Fabric, p: RunParams) -> Result:
         "sender_errors": sent.errors,
     }
     received = sum(r.pkts for r in rx.values())
-    pacing = collector.pacing_errors(tree, flows, ports, host_rate)
+    pacing = collector.pacing_errors(tree, flows, ports, host_rate, spec.burst)
     cct_s = cct_ns / 1e9
     switches: dict[str, dict[str, Any]] = {}
     for sw in tree.switches:

@@ -35,6 +35,12 @@ BINARY = Path(__file__).resolve().parents[2] / "build" / "testbed-sender"
 SNDBUF_BYTES = 40_000
 
 
+def source_port(fid: int, seed: int) -> int:
+    """UDP source port of a flow: fixed by flow id and seed, so ECMP hashes
+    (and so runs) are reproducible; distinct for the flow ids of one run."""
+    return 49152 + (fid - 1 + seed * 7919) % 16384
+
+
 class SenderError(RuntimeError):
     """The sender program failed to set up or run."""
 
@@ -76,7 +82,8 @@ class SendReport:
 class Senders:
     """The senders of one collective."""
 
-    def __init__(self, tree: FatTree, flows: list[Flow], packetizer: Packetizer) -> None:
+    def __init__(self, tree: FatTree, flows: list[Flow], packetizer: Packetizer, seed: int = 0) -> None:
+        self.seed = seed
         self.tree = tree
         self.flows = flows
         self.packetizer = packetizer
@@ -87,7 +94,8 @@ class Senders:
         for f in self.flows:
             src, dst = self.tree.hosts[f.src], self.tree.hosts[f.dst]
             lines.append(f"{netns.path_of(self.tree.ns(src.name))} {f.fid} {self.tree.host_ip(src)} "
-                         f"{self.tree.host_ip(dst)} {f.size_bytes} {self.packetizer.payload}")
+                         f"{source_port(f.fid, self.seed)} {self.tree.host_ip(dst)} {f.size_bytes} "
+                         f"{self.packetizer.payload}")
         return "\n".join(lines) + "\n"
 
     def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:

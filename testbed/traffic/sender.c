@@ -10,7 +10,7 @@
  * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
  *         + payload bytes + 4-byte ICRC trailer.
  *
- * stdin, one flow per line:  NSPATH FID SRC_IP DST_IP SIZE_BYTES PAYLOAD
+ * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD
  * argv: deadline_s sndbuf_bytes
  * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS
  * Exit status 0 unless setup failed (message on stderr).
@@ -38,6 +38,7 @@
 struct flow {
     char ns[256];
     uint32_t fid;
+    unsigned sport;
     char src[64], dst[64];
     uint64_t size, payload;
     int sock;
@@ -75,7 +76,7 @@ static void put_bth(uint8_t *b, uint32_t qp, uint32_t psn)
 
 static int open_flow(struct flow *f)
 {
-    struct sockaddr_in src = {.sin_family = AF_INET}, dst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = htons(f->sport)}, dst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
     if (inet_pton(AF_INET, f->src, &src.sin_addr) != 1 || inet_pton(AF_INET, f->dst, &dst.sin_addr) != 1)
         return -1;
     f->sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -156,7 +157,8 @@ int main(int argc, char **argv)
     char line[1024];
     while (fgets(line, sizeof(line), stdin) && n_flows < MAX_FLOWS) {
         struct flow *f = &flows[n_flows];
-        if (sscanf(line, "%255s %u %63s %63s %lu %lu", f->ns, &f->fid, f->src, f->dst, &f->size, &f->payload) != 6)
+        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu", f->ns, &f->fid, f->src, &f->sport, f->dst, &f->size,
+                   &f->payload) != 7)
             continue;
         if (f->payload == 0 || f->size == 0)
             continue;

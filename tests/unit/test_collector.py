@@ -78,6 +78,11 @@ def test_pacing_error() -> None:
     ports[slow.ifindex] = _sample(slow.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10,
                                   last_rx_ns=10 + int(span * 1.25))
     flows = [Flow(1, 0, 5, 1), Flow(2, 1, 6, 1)]
-    err = collector.pacing_errors(t, flows, ports, rate)
+    err = collector.pacing_errors(t, flows, ports, rate, burst_bytes=frame)
     assert err["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
     assert err["h0_0_1"] == pytest.approx(-0.2, abs=1e-6)
+    # a two-frame bucket sends two frames at once: the rate counts from the second
+    burst_span = int((n - 2) * frame * 8 / rate * 1e9)
+    ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=0, last_rx_ns=burst_span)
+    err2 = collector.pacing_errors(t, flows, ports, rate, burst_bytes=2 * frame + 120)
+    assert err2["h0_0_0"] == pytest.approx(0.0, abs=1e-6)

@@ -300,7 +300,8 @@ class Maps:
 
     def __getattr__(self, name: str) -> MapHandle[Any, Any]:
         try:
-            return self.__dict__["_maps"][name]
+            handle: MapHandle[Any, Any] = self.__dict__["_maps"][name]
+            return handle
         except KeyError:
             raise AttributeError(name) from None
 

@@ -106,13 +106,17 @@ def run(fab: Fabric, p: RunParams) -> Result:
 
     bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst)
     senders = Senders(tree, flows, pk, p.seed)
-    pid: list[int] = []
+    pids: list[int] = []
+
+    def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
+        pids.append(pid)
+        state.record_pid(spec.prefix, pid)
+
     try:
-        sent = senders.run(timeout_s=10 * bound + 10,
-                           on_start=lambda x: (pid.append(x), state.record_pid(spec.prefix, x)))
+        sent = senders.run(timeout_s=10 * bound + 10, on_start=started)
     finally:
-        for x in pid:
-            state.record_pid(spec.prefix, x, add=False)
+        for pid in pids:
+            state.record_pid(spec.prefix, pid, add=False)
     _wait_delivered(maps, sent.packets)
 
     ports = collector.read_ports(maps, tree)

@@ -170,10 +170,10 @@ class Fabric:
                 s.close()
             for fd in fds.values():
                 os.close(fd)
-            if self.compiled is None:  # an earlier step failed: keep the program for teardown
+            if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
                 try:
                     self.compiled = compiling.get()
-                except BaseException:
+                except Exception:  # noqa: BLE001, S110 - the error being raised already says what failed
                     pass
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),

@@ -22,7 +22,7 @@ ICMP_ECHO_REQUEST, ICMP_ECHO_REPLY = 8, 0
 def _checksum(data: bytes) -> int:
     if len(data) % 2:
         data += b"\0"
-    s = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    s: int = sum(struct.unpack(f"!{len(data) // 2}H", data))
     s = (s >> 16) + (s & 0xFFFF)
     s += s >> 16
     return ~s & 0xFFFF

@@ -116,7 +116,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--workload", required=True, choices=WORKLOADS)
     run.add_argument("--size", type=_size, required=True, help="bytes per flow (units: KB, MB)")
     run.add_argument("--load", type=_load, default=1.0, help="host pacing as a fraction of line rate")
-    run.add_argument("--scheme", type=_scheme, default=Scheme.ECMP)
+    run.add_argument("--scheme", type=_scheme, default=None,
+                     help="LB scheme (default: the scheme the fabric was brought up with, else ecmp)")
     run.add_argument("--seed", type=int, default=1)
     run.add_argument("--k", type=_k, default=None, help="fat-tree k (ephemeral fabric: default 4)")
     run.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
@@ -229,8 +230,9 @@ def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
 def cmd_run(a: argparse.Namespace) -> int:
     from .experiment import run
 
-    params = RunParams(a.workload, a.size, a.load, a.scheme, a.seed, a.fan_in)
     st = state.load(a.prefix)
+    scheme = a.scheme or (Scheme.parse(st.scheme) if st is not None else Scheme.ECMP)
+    params = RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in)
     if st is not None:
         if a.k is not None and a.k != st.k:
             raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
@@ -245,7 +247,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         k = a.k or 4
         if a.workload == "incast" and a.fan_in >= FatTree(k).n_hosts:
             raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(k).n_hosts})")
-        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=a.scheme, seed=a.seed)
+        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme, seed=a.seed)
         _need_root()
         with Fabric(spec) as fab:
             result = run(fab, params).to_json()

@@ -7,7 +7,8 @@
  *   host_ingress    TC ingress of a host NIC: account the last hop, count
  *                   RoCEv2 packets per flow, consume them (the host stack
  *                   never sees them, so no ICMP errors flow back).
- * Every program writes its egress choice to cb[0] for BPF_PROG_TEST_RUN.
+ * Every program writes its egress choice to cb[0] for BPF_PROG_TEST_RUN; the
+ * build for those tests (-DTB_TEST_RUN) stops there and forwards nothing.
  */
 
 
@@ -15,7 +16,10 @@
 #include "maps.h"
 #include "parse.h"
 #include "queue.h"
+#include "lb_draw.h"
 #include "lb_ecmp.h"
+#include "lb_simple.h"
+#include "lb_queue.h"
 #include "lb_ofan.h"
 
 #define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */
@@ -26,24 +30,43 @@ static __always_inline __u32 slot_ifindex(void *map_lookup_result)
     return p ? *p : 0;
 }
 
-/* Uplink slot for a packet going up at switch sw (destination key d of n_keys). */
-static __always_inline __u32 pick_uplink(__u32 sw, struct switch_cfg *cfg, __u32 d, __u32 n_keys,
-                                         struct tb_ipv4 *ip, void *end, __u32 len)
+/* Uplink slot for a packet going up at switch sw (destination key d of n_keys),
+ * arriving on the switch's port number `local`. */
+static __always_inline __u32 pick_uplink(struct __sk_buff *skb, __u32 sw, struct switch_cfg *cfg, __u32 local,
+                                         __u32 d, __u32 n_keys, struct tb_ipv4 *ip, void *end)
 {
-    __u32 cls = len < SMALL_MAX_BYTES ? CLASS_SMALL : CLASS_DATA;
-    if (cfg->scheme == SCHEME_OFAN)
-        return lb_ofan_pick(sw, d, n_keys, cls);
-    __u32 ports = 0;
-    __u32 *l4 = (void *)(ip + 1);
-    if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) && (void *)(l4 + 1) <= end)
-        ports = *l4;
-    return lb_ecmp_pick(cfg->seed, ip->saddr, ip->daddr, ports, ip->protocol);
+    __u32 cls = skb->len < SMALL_MAX_BYTES ? CLASS_SMALL : CLASS_DATA;
+    switch (cfg->scheme) {
+    case SCHEME_OFAN:
+        return lb_ofan_pick(sw, 0, d, n_keys, cls);
+    case SCHEME_POFAN:
+        if (cfg->pipe_size == PIPES_PER_CPU)
+            return lb_ofan_pick_percpu(sw, d, n_keys, cls);
+        return lb_ofan_pick(sw, (local / cfg->pipe_size) % K, d, n_keys, cls);
+    case SCHEME_RPS:
+        return lb_rps_pick(lb_draw(skb, 0));
+    case SCHEME_RR:
+        return lb_rr_pick(sw);
+    case SCHEME_JSQ:
+        return lb_jsq_pick(sw, lb_draw(skb, 0));
+    case SCHEME_AR:
+        return lb_ar_pick(sw, lb_draw(skb, 0));
+    case SCHEME_DRILL:
+        return lb_drill_pick(sw, lb_draw(skb, 0), lb_draw(skb, 1));
+    default: {
+        __u32 ports = 0;
+        __u32 *l4 = (void *)(ip + 1);
+        if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) && (void *)(l4 + 1) <= end)
+            ports = *l4;
+        return lb_ecmp_pick(cfg->seed, ip->saddr, ip->daddr, ports, ip->protocol);
+    }
+    }
 }
 
 int switch_ingress(struct __sk_buff *skb)
 {
     __u64 now = bpf_ktime_get_ns();
-    __u32 in = skb->ifindex;
+    __u32 in = skb->ingress_ifindex;
     struct port_info *pi = port_info.lookup(&in);
     if (!pi || pi->level == LEVEL_HOST) {
         maps_count(CNT_BAD_PORT);
@@ -75,7 +98,7 @@ int switch_ingress(struct __sk_buff *skb)
             out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            key = sw * W + pick_uplink(sw, cfg, dst->edge_global, N_EDGES, ip, end, skb->len);
+            key = sw * W + pick_uplink(skb, sw, cfg, pi->local, dst->edge_global, N_EDGES, ip, end);
         }
     } else if (cfg->level == LEVEL_AGG) {
         if (dst->pod == cfg->pod) {
@@ -83,7 +106,7 @@ int switch_ingress(struct __sk_buff *skb)
             out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            key = sw * W + pick_uplink(sw, cfg, dst->pod, K, ip, end, skb->len);
+            key = sw * W + pick_uplink(skb, sw, cfg, pi->local, dst->pod, K, ip, end);
         }
     } else {
         key = sw * K + dst->pod;
@@ -107,6 +130,9 @@ int switch_ingress(struct __sk_buff *skb)
     }
     queue_add(out, skb->len, now);
     skb->cb[0] = out;
+#ifdef TB_TEST_RUN
+    return TC_ACT_OK; /* differential tests: report the choice in cb[0], send nothing */
+#endif
     if (pi->to_host) {
         /* From a host: forward a clone (it has no socket owner) and consume the
          * original, which releases the sender's socket buffer now. A full

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,12 @@ from typing import Any, Generic, TypeVar
 
 from . import schemes
 from .schemes import Scheme
-from .topology import IFINDEX_BASE, FatTree, Level
+from .topology import IFINDEX_BASE, FatTree, Level, Node
 
 EBPF_DIR = Path(__file__).resolve().parents[1] / "ebpf"
 BPFFS = "/sys/fs/bpf"
 ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
+PERCPU_MAPS = frozenset({"ofan_ptr_cpu"})
 
 
 def pin_dir(prefix: str) -> str:
@@ -43,12 +45,12 @@ u32, u64 = ct.c_uint32, ct.c_uint64
 
 class PortInfo(ct.Structure):
     _fields_ = [("node", u32), ("level", u32), ("peer_ifindex", u32), ("stage", u32),
-                ("to_host", u32), ("pad", u32), ("mac", ct.c_uint8 * 8)]
+                ("to_host", u32), ("local", u32), ("mac", ct.c_uint8 * 8)]
 
 
 class SwitchCfg(ct.Structure):
     _fields_ = [("level", u32), ("pod", u32), ("index", u32), ("edge_global", u32),
-                ("scheme", u32), ("seed", u32)]
+                ("scheme", u32), ("seed", u32), ("pipe_size", u32), ("pad", u32)]
 
 
 class DstInfo(ct.Structure):
@@ -79,6 +81,10 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "downlinks": (u32, u32),
     "dst_info": (u32, DstInfo),
     "ofan_ptr": (u32, u64),
+    "ofan_ptr_cpu": (u32, u64),  # per-CPU
+    "rr_ptr": (u32, u64),
+    "drill_mem": (u32, u32),
+    "ar_thresh": (u32, u64),
     "ofan_basis": (u32, u32),
     "flow_rx": (u32, FlowRx),
     "uplink_pkts": (u32, u64),
@@ -105,8 +111,8 @@ class Dims:
     def n_ptr(self) -> int:
         return schemes.N_CLASSES * max(self.n_edges, self.k)
 
-    def cflags(self) -> list[str]:
-        return [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
+    def cflags(self, test_run: bool = False) -> list[str]:
+        return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}",
                 f"-DB_BITS={schemes.b_bits(self.w)}"]
 
@@ -142,11 +148,13 @@ class Compiled:
     """The switch program compiled for one fabric. `fds` maps entry point to
     program fd. `pin(prefix)` pins every map. `close()` is idempotent."""
 
-    def __init__(self, dims: Dims) -> None:
+    def __init__(self, dims: Dims, test_run: bool = False) -> None:
+        """`test_run=True` builds the variant for BPF_PROG_TEST_RUN: random draws
+        come from the packet's mark and priority, and nothing is forwarded."""
         from bcc import BPF  # the only bcc import of the package
 
         self.dims = dims
-        self._bpf: Any = BPF(text=source().encode(), cflags=dims.cflags())
+        self._bpf: Any = BPF(text=source().encode(), cflags=dims.cflags(test_run))
         self.fds: dict[str, int] = {}
         for name in ENTRY_POINTS:
             self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd
@@ -232,6 +240,17 @@ K = TypeVar("K")
 V = TypeVar("V")
 
 
+def possible_cpus() -> int:
+    """Number of possible CPUs: the number of values of a per-CPU map entry."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        text = f.read().strip()
+    n = 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
 class MapHandle(Generic[K, V]):
     """Typed access to one pinned map by fd."""
 
@@ -242,6 +261,17 @@ class MapHandle(Generic[K, V]):
         self.fd = fd
         self.key_type = key_type
         self.value_type = value_type
+
+    def set_many(self, items: list[tuple[int, int]]) -> None:
+        """Write many integer values in one syscall (BPF_MAP_UPDATE_BATCH)."""
+        if not items:
+            return
+        n = len(items)
+        keys = (self.key_type * n)(*[k for k, _ in items])  # type: ignore[operator]
+        vals = (self.value_type * n)(*[v for _, v in items])  # type: ignore[operator]
+        count = u32(n)
+        if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
+            raise OSError(ct.get_errno(), "map batch update")
 
     def get(self, key: int) -> V | None:
         k = self.key_type(key)  # type: ignore[call-arg]
@@ -282,6 +312,35 @@ class MapHandle(Generic[K, V]):
             self.fd = -1
 
 
+class PercpuU64Map:
+    """A per-CPU array of u64: each key holds one value per possible CPU."""
+
+    def __init__(self, fd: int) -> None:
+        from bcc.libbcc import lib
+
+        self._lib = lib
+        self.fd = fd
+        self.ncpu = possible_cpus()
+
+    def get(self, key: int) -> list[int]:
+        k = u32(key)
+        v = (u64 * self.ncpu)()
+        if self._lib.bpf_lookup_elem(self.fd, ct.byref(k), ct.byref(v)) != 0:
+            raise OSError(ct.get_errno(), f"per-CPU map lookup {key}")
+        return list(v)
+
+    def set(self, key: int, values: list[int]) -> None:
+        k = u32(key)
+        v = (u64 * self.ncpu)(*values)
+        if self._lib.bpf_update_elem(self.fd, ct.byref(k), ct.byref(v), 0) != 0:
+            raise OSError(ct.get_errno(), f"per-CPU map update {key}")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
 class Maps:
     """All pinned maps of one fabric. Works in any process while the fabric is up."""
 
@@ -289,19 +348,18 @@ class Maps:
         from bcc.libbcc import lib
 
         self.prefix = prefix
-        self._maps: dict[str, MapHandle[Any, Any]] = {}
+        self._maps: dict[str, Any] = {}
         d = pin_dir(prefix)
         for name, (kt, vt) in MAP_TYPES.items():
             fd = lib.bpf_obj_get(os.path.join(d, name).encode())
             if fd < 0:
                 self.close()
                 raise FileNotFoundError(f"pinned map {name} of fabric {prefix!r} not found in {d}")
-            self._maps[name] = MapHandle(fd, kt, vt)
+            self._maps[name] = PercpuU64Map(fd) if name in PERCPU_MAPS else MapHandle(fd, kt, vt)
 
-    def __getattr__(self, name: str) -> MapHandle[Any, Any]:
+    def __getattr__(self, name: str) -> Any:
         try:
-            handle: MapHandle[Any, Any] = self.__dict__["_maps"][name]
-            return handle
+            return self.__dict__["_maps"][name]
         except KeyError:
             raise AttributeError(name) from None
 
@@ -342,7 +400,8 @@ def program(maps: Maps, tree: FatTree) -> None:
         node = tree.by_name[p.node]
         peer = tree.by_name[p.peer]
         maps.port_info.set(p.ifindex, PortInfo(node=node.nid, level=int(node.level), peer_ifindex=p.peer_ifindex,
-                                               stage=int(p.stage), to_host=int(peer.is_host), mac=_mac8(p.mac)))
+                                               stage=int(p.stage), to_host=int(peer.is_host),
+                                               local=tree.local_index(p), mac=_mac8(p.mac)))
     for sw in tree.switches:
         maps.switch_cfg.set(sw.nid, SwitchCfg(level=int(sw.level), pod=max(sw.pod, 0), index=sw.index,
                                               edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
@@ -359,6 +418,16 @@ def program(maps: Maps, tree: FatTree) -> None:
                                        slot=h.index, mac=_mac8(tree.host_port(h.name).mac)))
     for i, v in enumerate(schemes.choose_basis(tree.w)):
         maps.ofan_basis.set(i, v)
+    set_ar_thresholds(maps, schemes.ar_thresholds())
+
+
+def set_ar_thresholds(maps: Maps, thresholds: tuple[int, ...]) -> None:
+    for i, t in enumerate(thresholds):
+        maps.ar_thresh.set(i, t)
+
+
+def ar_thresholds(maps: Maps) -> tuple[int, ...]:
+    return tuple(int(maps.ar_thresh.get(i).value) for i in range(3))
 
 
 def n_keys(tree: FatTree, level: Level) -> int:
@@ -366,20 +435,66 @@ def n_keys(tree: FatTree, level: Level) -> int:
     return tree.n_edges if level is Level.EDGE else tree.k
 
 
-def set_scheme(maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None) -> None:
-    """Set the scheme of the given switches (all edge/agg by default) and
-    reset their state: fresh ECMP seeds and fresh random Ofan pointers, all
-    drawn from `seed`, so repeated runs with the same seed are identical."""
+def lb_switches(tree: FatTree) -> list[Node]:
+    return [sw for sw in tree.switches if sw.level is not Level.CORE]
+
+
+def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None = None) -> None:
+    """Fresh per-switch state drawn from `seed`, so repeated runs with one seed
+    are identical and runs with different seeds independent: ECMP seeds, Ofan
+    and pOfan pointers (every pipe, every CPU; data pointers uniform in [0, w),
+    small-class pointers half a rotation away), Simple RR pointers, DRILL memory."""
     rng = random.Random(seed)
     dims = Dims.of(tree)
-    for sw in tree.switches:
-        if sw.level is Level.CORE or (switches is not None and sw.name not in switches):
+    ncpu = maps.ofan_ptr_cpu.ncpu
+    ptrs: list[tuple[int, int]] = []
+    for sw in lb_switches(tree):
+        if switches is not None and sw.name not in switches:
             continue
         cfg = maps.switch_cfg.get(sw.nid)
-        assert cfg is not None
-        cfg.scheme = int(scheme)
         cfg.seed = rng.getrandbits(32)
         maps.switch_cfg.set(sw.nid, cfg)
         nk = n_keys(tree, sw.level)
-        for pid, v in enumerate(schemes.ofan_initial_pointers(nk, tree.w, rng)):
-            maps.ofan_ptr.set(sw.nid * dims.n_ptr + pid, v)
+        for pipe in range(tree.switch_ports):
+            base = (sw.nid * tree.switch_ports + pipe) * dims.n_ptr
+            ptrs += [(base + pid, v) for pid, v in enumerate(schemes.ofan_initial_pointers(nk, tree.w, rng))]
+        per_cpu = [schemes.ofan_initial_pointers(nk, tree.w, rng) for _ in range(ncpu)]
+        for pid in range(2 * nk):
+            maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [per_cpu[c][pid] for c in range(ncpu)])
+        maps.rr_ptr.set(sw.nid, rng.randrange(tree.w))
+        maps.drill_mem.set(sw.nid, rng.randrange(tree.w))
+    maps.ofan_ptr.set_many(ptrs)
+
+
+def apply_schemes(maps: Maps, tree: FatTree, assignment: dict[str, schemes.SchemeConfig]) -> float:
+    """Set each named switch's scheme by map writes only (the programs stay
+    attached). Returns how long the writes took, in seconds: after the last
+    write returns, every packet the switches process uses the new scheme."""
+    by_name = tree.by_name
+    cfgs = {}
+    for name in assignment:
+        cfgs[name] = maps.switch_cfg.get(by_name[name].nid)
+    t0 = time.perf_counter()
+    for name, sc in assignment.items():
+        cfg = cfgs[name]
+        cfg.scheme = int(sc.scheme)
+        cfg.pipe_size = sc.pipe_size
+        maps.switch_cfg.set(by_name[name].nid, cfg)
+    return time.perf_counter() - t0
+
+
+def current_schemes(maps: Maps, tree: FatTree) -> dict[str, schemes.SchemeConfig]:
+    out = {}
+    for sw in lb_switches(tree):
+        cfg = maps.switch_cfg.get(sw.nid)
+        out[sw.name] = schemes.SchemeConfig(Scheme(cfg.scheme), cfg.pipe_size)
+    return out
+
+
+def set_scheme(maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None,
+               pipe_size: int = 4) -> None:
+    """Reset the state of the given LB switches (all by default) from `seed`
+    and set their scheme."""
+    names = switches if switches is not None else [sw.name for sw in lb_switches(tree)]
+    reset_state(maps, tree, seed, names)
+    apply_schemes(maps, tree, {n: schemes.SchemeConfig(scheme, pipe_size) for n in names})

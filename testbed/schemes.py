@@ -1,18 +1,22 @@
 """Load-balancing schemes: the registry and a pure-Python model of each decision.
 
 The eBPF switch (ebpf/include/lb_*.h) implements each scheme; the functions
-here compute the same decisions from the same inputs, so tests can compare
-the two and the control plane can derive per-scheme parameters (the Ofan
-basis permutation). Scheme numbers are shared with ebpf/include/shared.h.
+here compute the same decisions from the same inputs (destination key, size
+class, ingress port, pointer values, queue lengths, random draws), so the
+differential tests can compare the two decision by decision. Scheme numbers
+are shared with ebpf/include/shared.h. Upward port choice only: downward
+forwarding is exact and the same for every scheme.
 
-- ``ecmp``: hash of the 5-tuple with a per-switch seed; every packet of a flow
-  takes the same uplink.
-- ``ofan``: per-destination rotation (paper section 4.1): an edge switch keeps
-  one pointer per (destination edge switch, size class), an aggregation switch
-  one per (destination pod, size class). Each pointer starts at a random value
-  (the small-packet pointer half a rotation away) and advances by one per
-  packet; the pointer value is mapped to an uplink through a per-pointer
-  permutation built from one XOR and one addition (appendix F.2).
+| scheme | decision | follows |
+|---|---|---|
+| ecmp  | hash of the 5-tuple, per-switch seed | hash-based ECMP (paper Table 1) |
+| rps   | uniformly random uplink per packet | RSQ / RPS, paper section 3.1 |
+| rr    | one pointer per switch, all destinations | Simple RR, paper section 3.1 |
+| jsq   | fewest queued bytes, random tie-break | JSQ, paper section 3.1 |
+| ar    | lowest quantised queue level, random among them | AR, paper section 3.1, Table 1 |
+| drill | best of 2 random + remembered uplink | DRILL(2,1), Ghorbani et al. 2017 |
+| ofan  | per-destination rotation, one pointer set per switch | paper section 4.1, appendix F.2 |
+| pofan | per-destination rotation, one pointer set per pipe | paper section 5.1 |
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ import enum
 import math
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 
 class SchemeError(ValueError):
@@ -30,6 +36,12 @@ class SchemeError(ValueError):
 class Scheme(enum.IntEnum):
     ECMP = 0
     OFAN = 1
+    RPS = 2
+    RR = 3
+    JSQ = 4
+    AR = 5
+    DRILL = 6
+    POFAN = 7
 
     @property
     def label(self) -> str:
@@ -143,3 +155,170 @@ def ofan_initial_pointers(n_keys: int, w: int, rng: random.Random) -> list[int]:
     data = [rng.randrange(w) for _ in range(n_keys)]
     small = [(v + w // 2) % w for v in data]
     return data + small
+
+
+# -- destination-oblivious schemes --------------------------------------------
+def rps_port(w: int, draw: int) -> int:
+    return draw % w
+
+
+def rr_port(w: int, ptr: int) -> int:
+    return ptr % w
+
+
+def pick_min(scores: Sequence[int], draw: int) -> int:
+    """The (draw mod ties)-th slot, in slot order, among those with the minimum score."""
+    best = min(scores)
+    ties = [i for i, v in enumerate(scores) if v == best]
+    return ties[draw % len(ties)]
+
+
+def jsq_port(queue_bytes: Sequence[int], draw: int) -> int:
+    return pick_min(queue_bytes, draw)
+
+
+# Adaptive routing: thresholds as fractions of a reference port buffer. The
+# paper quantises at 5, 10 and 20 percent of an 800 KB per-port buffer.
+AR_BUFFER_BYTES = 800 * 1024
+AR_PERCENTS = (5.0, 10.0, 20.0)
+
+
+def ar_thresholds(buffer_bytes: int = AR_BUFFER_BYTES, percents: Sequence[float] = AR_PERCENTS) -> tuple[int, ...]:
+    if len(percents) != 3 or list(percents) != sorted(percents) or not all(0 < p <= 100 for p in percents):
+        raise SchemeError(f"AR needs 3 increasing percentages in (0, 100], got {list(percents)}")
+    if buffer_bytes <= 0:
+        raise SchemeError("AR buffer must be > 0 bytes")
+    return tuple(int(buffer_bytes * p / 100) for p in percents)
+
+
+def ar_level(queue_bytes: int, thresholds: Sequence[int]) -> int:
+    return sum(1 for t in thresholds if queue_bytes >= t)
+
+
+def ar_port(queue_bytes: Sequence[int], thresholds: Sequence[int], draw: int) -> int:
+    return pick_min([ar_level(q, thresholds) for q in queue_bytes], draw)
+
+
+def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequence[int]) -> int:
+    """DRILL(2, 1): remembered uplink, then two random ones; fewest bytes wins,
+    ties go to the earlier candidate. The winner becomes the new memory."""
+    best = memory % w
+    for c in (draw0 % w, draw1 % w):
+        if queue_bytes[c] < queue_bytes[best]:
+            best = c
+    return best
+
+
+# -- pOfan ------------------------------------------------------------------------
+PIPES_PER_CPU = 0  # SchemeConfig.pipe_size value: one pointer set per CPU
+
+
+def pofan_pipe(local_port: int, pipe_size: int, n_ports: int) -> int:
+    """Pipe of a switch port: groups of `pipe_size` consecutive port numbers."""
+    return (local_port // pipe_size) % n_ports
+
+
+@dataclass(frozen=True)
+class SchemeConfig:
+    """A scheme and its parameter, as set on one switch."""
+
+    scheme: Scheme
+    pipe_size: int = 4  # pOfan only: ports per pipe (1 = 1Ofan, 4 = 4Ofan) or PIPES_PER_CPU
+
+    @property
+    def label(self) -> str:
+        if self.scheme is not Scheme.POFAN:
+            return self.scheme.label
+        return "pofan-cpu" if self.pipe_size == PIPES_PER_CPU else f"{self.pipe_size}ofan"
+
+    def validate(self, n_ports: int) -> None:
+        if self.scheme is Scheme.POFAN and self.pipe_size != PIPES_PER_CPU:
+            if self.pipe_size < 1 or n_ports % self.pipe_size:
+                raise SchemeError(f"pipe size must be >= 1 and divide the {n_ports} ports of a switch, "
+                                  f"got {self.pipe_size}")
+
+
+def parse_pipe_size(text: str) -> int:
+    if text == "cpu":
+        return PIPES_PER_CPU
+    try:
+        v = int(text)
+    except ValueError:
+        raise SchemeError(f"pipe size must be a positive integer or 'cpu', got {text!r}") from None
+    if v < 1:
+        raise SchemeError(f"pipe size must be >= 1, got {v}")
+    return v
+
+
+# -- which switches ------------------------------------------------------------------
+def select_switches(tree: Any, which: str, seed: int) -> list[str]:
+    """LB switches (edge and aggregation) chosen by `which`: all, edge, agg,
+    pod:N (both tiers of pod N), random:F (a fraction F of them, drawn with
+    `seed`; exactly round(F x count))."""
+    from .topology import Level
+
+    lb = [sw for sw in tree.switches if sw.level is not Level.CORE]
+    if which == "all":
+        return [sw.name for sw in lb]
+    if which == "edge":
+        return [sw.name for sw in lb if sw.level is Level.EDGE]
+    if which == "agg":
+        return [sw.name for sw in lb if sw.level is Level.AGG]
+    kind, _, arg = which.partition(":")
+    if kind == "pod":
+        try:
+            pod = int(arg)
+        except ValueError:
+            raise SchemeError(f"pod:N needs an integer pod, got {which!r}") from None
+        if not 0 <= pod < tree.k:
+            raise SchemeError(f"pod must be in [0, {tree.k - 1}], got {pod}")
+        return [sw.name for sw in lb if sw.pod == pod]
+    if kind == "random":
+        try:
+            frac = float(arg)
+        except ValueError:
+            raise SchemeError(f"random:F needs a fraction, got {which!r}") from None
+        if not 0 < frac <= 1:
+            raise SchemeError(f"random:F needs F in (0, 1], got {frac}")
+        names = [sw.name for sw in lb]
+        return sorted(random.Random(seed).sample(names, round(frac * len(names))))
+    raise SchemeError(f"--switches must be all, edge, agg, pod:N or random:F, got {which!r}")
+
+
+# -- one decision, all schemes ---------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """Everything one upward decision depends on (the model's inputs)."""
+
+    config: SchemeConfig
+    w: int
+    n_ports: int
+    d: int  # destination key: destination edge (edge switch) or pod (aggregation switch)
+    n_keys: int
+    cls: int
+    local_port: int  # ingress port number inside the switch
+    pointer: int  # Ofan/pOfan pointer value of the pointer this decision uses, or the RR pointer
+    queue_bytes: tuple[int, ...]  # per uplink slot
+    draws: tuple[int, int]
+    memory: int  # DRILL
+    thresholds: tuple[int, ...]  # AR
+    ecmp_seed: int
+    five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
+
+
+def decide(x: Decision, basis: Sequence[int]) -> int:
+    """Uplink slot the switch must choose."""
+    s = x.config.scheme
+    if s is Scheme.ECMP:
+        return ecmp_port(x.w, x.ecmp_seed, *x.five_tuple)
+    if s in (Scheme.OFAN, Scheme.POFAN):
+        return ofan_port(x.pointer, pointer_id(x.d, x.n_keys, x.cls), basis)
+    if s is Scheme.RPS:
+        return rps_port(x.w, x.draws[0])
+    if s is Scheme.RR:
+        return rr_port(x.w, x.pointer)
+    if s is Scheme.JSQ:
+        return jsq_port(x.queue_bytes, x.draws[0])
+    if s is Scheme.AR:
+        return ar_port(x.queue_bytes, x.thresholds, x.draws[0])
+    return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes)

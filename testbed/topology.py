@@ -233,6 +233,20 @@ class FatTree:
         key = (lambda p: self.by_name[p.peer].pod) if lvl is Level.CORE else (lambda p: self.by_name[p.peer].index)
         return tuple(sorted(ports, key=key))
 
+    def local_index(self, port: Port) -> int:
+        """A port's number inside its switch: downlinks first, then uplinks
+        (pOfan's pipes group consecutive numbers). 0 for a host's port."""
+        if self.by_name[port.node].is_host:
+            return 0
+        order = self.downlinks(port.node) + (
+            self.uplinks(port.node) if self.by_name[port.node].level is not Level.CORE else ())
+        return order.index(port)
+
+    @property
+    def switch_ports(self) -> int:
+        """Ports of every switch (k in a fat tree)."""
+        return self.k
+
     def host_port(self, host: str) -> Port:
         """The host's own NIC port (host -> edge)."""
         (p,) = self.ports_of[host]

@@ -1,26 +1,26 @@
-/* lb_ofan.h: Ofan per-destination rotation (paper section 4.1, appendix F.2).
+/* lb_ofan.h: Ofan and pOfan per-destination rotation (paper sections 4.1, 5.1
+ * and appendix F.2).
  *
- * Contract: lb_ofan_pick(sw, d, n_keys, cls) advances the pointer of
- * (destination key d, size class cls) at switch sw and returns an uplink slot
- * in [0, W). Pointer id = d + n_keys * cls. The pointer value i = old mod W
- * is mapped to a slot by port(i) = (xor_w(P[i], id1) + id2) mod W with
- * id1 = low B_BITS bits of id, id2 = (id >> B_BITS) mod W, P = ofan_basis.
- * Mirrored by testbed.schemes.ofan_port.
- * Concurrency: one pointer is shared by all CPUs of the switch; the 64-bit
- * fetch-add makes each packet take a distinct pointer value.
+ * Contract: lb_ofan_pick() advances the pointer of (destination key d, size
+ * class cls) at switch sw and returns an uplink slot in [0, W).
+ * Pointer id = d + n_keys * cls. The pointer value i = old mod W is mapped to
+ * a slot by port(i) = (xor_w(P[i], id1) + id2) mod W with id1 = the low
+ * B_BITS bits of id, id2 = (id >> B_BITS) mod W and P = ofan_basis.
+ * Which pointer:
+ *   Ofan              one set per switch (pipe 0 of ofan_ptr);
+ *   pOfan, P ports    one set per pipe, pipe = ingress port number / P;
+ *   pOfan, per-CPU    one set per CPU (ofan_ptr_cpu), CPUs standing in for pipes.
+ * Mirrored by testbed.schemes.ofan_port and pofan_pipe.
+ * Concurrency: shared pointers (Ofan, pipes) take a 64-bit fetch-add, so each
+ * packet gets its own pointer value even when CPUs race; per-CPU pointers are
+ * only touched by their CPU and need no atomics.
  */
 #pragma once
 #include "maps.h"
 
-static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 d, __u32 n_keys, __u32 cls)
+static __always_inline __u32 lb_ofan_port(__u64 ptr_value, __u32 id)
 {
-    __u32 id = d + n_keys * cls;
-    __u32 slot = sw * N_PTR + id;
-    __u64 *ptr = ofan_ptr.lookup(&slot);
-    if (!ptr)
-        return 0;
-    __u64 old = __sync_fetch_and_add(ptr, 1);
-    __u32 i = old % W;
+    __u32 i = ptr_value % W;
     __u32 *p = ofan_basis.lookup(&i);
     if (!p)
         return 0;
@@ -32,4 +32,26 @@ static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 d, __u32 n_keys, __u32
     if (v >= W)
         v -= W;
     return v;
+}
+
+static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n_keys, __u32 cls)
+{
+    __u32 id = d + n_keys * cls;
+    __u32 slot = (sw * K + pipe) * N_PTR + id;
+    __u64 *ptr = ofan_ptr.lookup(&slot);
+    if (!ptr)
+        return 0;
+    return lb_ofan_port(__sync_fetch_and_add(ptr, 1), id);
+}
+
+static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys, __u32 cls)
+{
+    __u32 id = d + n_keys * cls;
+    __u32 slot = sw * N_PTR + id;
+    __u64 *ptr = ofan_ptr_cpu.lookup(&slot);
+    if (!ptr)
+        return 0;
+    __u64 old = *ptr;
+    *ptr = old + 1;
+    return lb_ofan_port(old, id);
 }

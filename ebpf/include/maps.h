@@ -2,7 +2,7 @@
  *
  * Sizes come from -D flags set by testbed/dataplane.py:
  *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
- *   K (downlinks of a core), N_PTR (pointer slots per switch).
+ *   K (ports of a switch), N_PTR (pointer slots per switch and pipe).
  * All maps are pinned by Python after load so other processes can reach them.
  */
 #pragma once
@@ -20,8 +20,17 @@ BPF_ARRAY(uplinks, __u32, N_SWITCHES * W);
 BPF_ARRAY(downlinks, __u32, N_SWITCHES * K);
 /* IPv4 daddr (network order) => dst_info */
 BPF_HASH(dst_info, __u32, struct dst_info, N_HOSTS);
-/* switch id * N_PTR + pointer id => Ofan rotation pointer (fetch-add counter) */
-BPF_ARRAY(ofan_ptr, __u64, N_SWITCHES * N_PTR);
+/* (switch id * K + pipe) * N_PTR + pointer id => Ofan/pOfan rotation pointer
+ * (fetch-add counter). Ofan uses pipe 0 only; pOfan one pointer set per pipe. */
+BPF_ARRAY(ofan_ptr, __u64, N_SWITCHES * K * N_PTR);
+/* switch id * N_PTR + pointer id => pOfan pointer, one copy per CPU (no atomics) */
+BPF_PERCPU_ARRAY(ofan_ptr_cpu, __u64, N_SWITCHES * N_PTR);
+/* switch id => Simple RR pointer shared by all destinations (fetch-add counter) */
+BPF_ARRAY(rr_ptr, __u64, N_SWITCHES);
+/* switch id => DRILL's remembered uplink slot */
+BPF_ARRAY(drill_mem, __u32, N_SWITCHES);
+/* level in [0, AR_LEVELS) => adaptive routing threshold, bytes of queue */
+BPF_ARRAY(ar_thresh, __u64, AR_LEVELS);
 /* i in [0, W) => P[i], the Ofan basis permutation (paper appendix F.2) */
 BPF_ARRAY(ofan_basis, __u32, W);
 /* flow id (RoCEv2 destination QP) => flow_rx */

@@ -13,8 +13,19 @@
 #define LEVEL_CORE 3
 
 /* Load-balancing schemes (testbed.schemes.Scheme). */
-#define SCHEME_ECMP 0
-#define SCHEME_OFAN 1
+#define SCHEME_ECMP  0
+#define SCHEME_OFAN  1
+#define SCHEME_RPS   2
+#define SCHEME_RR    3
+#define SCHEME_JSQ   4
+#define SCHEME_AR    5
+#define SCHEME_DRILL 6
+#define SCHEME_POFAN 7
+
+/* switch_cfg.pipe_size value for pOfan with per-CPU pointers */
+#define PIPES_PER_CPU 0
+/* Adaptive routing quantisation levels (thresholds in ar_thresh) */
+#define AR_LEVELS 3
 
 /* Packet size classes for per-destination pointers (paper section 4.1). */
 #define CLASS_DATA  0
@@ -28,7 +39,7 @@ struct port_info {
     __u32 peer_ifindex; /* ifindex of the other end of the link */
     __u32 stage;        /* testbed.topology.Stage of this port's egress */
     __u32 to_host;      /* 1 if the peer is a host */
-    __u32 pad;
+    __u32 local;        /* port number inside its switch: downlinks first, then uplinks */
     __u8  mac[8];       /* this port's MAC (6 bytes used) */
 };
 
@@ -40,6 +51,8 @@ struct switch_cfg {
     __u32 edge_global;  /* pod * k/2 + index, edges only */
     __u32 scheme;       /* SCHEME_* */
     __u32 seed;         /* ECMP hash seed */
+    __u32 pipe_size;    /* pOfan: ports per pipe, or PIPES_PER_CPU */
+    __u32 pad;
 };
 
 /* Where a destination address lives: dst_info[IPv4 daddr, network order]. */

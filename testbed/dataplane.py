@@ -389,6 +389,47 @@ def unpin(prefix: str) -> bool:
     return False
 
 
+# -- BPF_PROG_TEST_RUN --------------------------------------------------------
+class SkBuff(ct.Structure):
+    """struct __sk_buff up to hwtstamp: the context of a SCHED_CLS test run."""
+
+    _fields_ = [("len", u32), ("pkt_type", u32), ("mark", u32), ("queue_mapping", u32), ("protocol", u32),
+                ("vlan_present", u32), ("vlan_tci", u32), ("vlan_proto", u32), ("priority", u32),
+                ("ingress_ifindex", u32), ("ifindex", u32), ("tc_index", u32), ("cb", u32 * 5), ("hash", u32),
+                ("tc_classid", u32), ("data", u32), ("data_end", u32), ("napi_id", u32), ("family", u32),
+                ("remote_ip4", u32), ("local_ip4", u32), ("remote_ip6", u32 * 4), ("local_ip6", u32 * 4),
+                ("remote_port", u32), ("local_port", u32), ("data_meta", u32), ("flow_keys", u64),
+                ("tstamp", u64), ("wire_len", u32), ("gso_segs", u32), ("sk", u64), ("gso_size", u32),
+                ("tstamp_type", ct.c_uint8), ("pad", ct.c_uint8 * 3), ("hwtstamp", u64)]
+
+
+class _TestRunOpts(ct.Structure):
+    _fields_ = [("sz", ct.c_size_t), ("data_in", ct.c_void_p), ("data_out", ct.c_void_p),
+                ("data_size_in", u32), ("data_size_out", u32), ("ctx_in", ct.c_void_p), ("ctx_out", ct.c_void_p),
+                ("ctx_size_in", u32), ("ctx_size_out", u32), ("retval", u32), ("repeat", ct.c_int),
+                ("duration", u32), ("flags", u32), ("cpu", ct.c_int), ("batch_size", u32)]
+
+
+_libbpf: Any = None
+
+
+def prog_test_run(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff]:
+    """Run a SCHED_CLS program once on `packet` (BPF_PROG_TEST_RUN through
+    libbpf). Returns the program's return value and the context it left."""
+    global _libbpf
+    if _libbpf is None:
+        _libbpf = ct.CDLL("libbpf.so.1", use_errno=True)
+        _libbpf.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
+    data = ct.create_string_buffer(packet, len(packet))
+    out = SkBuff()
+    opts = _TestRunOpts(sz=ct.sizeof(_TestRunOpts), data_in=ct.cast(data, ct.c_void_p), data_size_in=len(packet),
+                        ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
+                        ctx_out=ct.cast(ct.pointer(out), ct.c_void_p), ctx_size_out=ct.sizeof(out), repeat=1)
+    if _libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
+        raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
+    return int(opts.retval), out
+
+
 # -- programming a fat tree -------------------------------------------------
 def _mac8(mac: bytes) -> Any:
     return (ct.c_uint8 * 8)(*mac)

@@ -1,0 +1,216 @@
+"""The eBPF switch against the Python reference model, decision by decision.
+
+No namespaces: the test build of the switch (random draws supplied in the
+packet's cb, nothing forwarded) runs on crafted packets through
+BPF_PROG_TEST_RUN, with map state set per case. Deterministic parts: at least
+1000 random cases per scheme, zero mismatches. Randomised parts: chi-square
+tests over 10,000 decisions drawn from the kernel's own generator.
+"""
+
+from __future__ import annotations
+
+import random
+import struct
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from testbed import dataplane, schemes
+from testbed.dataplane import Compiled, Dims, Maps, PortQ, SkBuff, prog_test_run
+from testbed.schemes import PIPES_PER_CPU, Decision, Scheme, SchemeConfig
+from testbed.topology import FatTree, Level, Node, Port
+
+pytestmark = pytest.mark.root
+
+CASES = 1000
+DRAWS_SUPPLIED = 1
+QUEUE_CHOICES = (0, 4154, 8308, 41000, 81920, 90000, 163840, 400000)
+
+
+@dataclass
+class Harness:
+    tree: FatTree
+    compiled: Compiled
+    maps: Maps
+    basis: tuple[int, ...]
+
+    @property
+    def fd(self) -> int:
+        return self.compiled.fds["switch_ingress"]
+
+
+@pytest.fixture(scope="module", params=[6, 8], ids=["k6", "k8"])
+def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    k = request.param
+    prefix = f"td{k}"
+    tree = FatTree(k, prefix)
+    dataplane.unpin(prefix)
+    compiled = Compiled(Dims.of(tree), test_run=True)
+    compiled.pin(prefix)
+    maps = Maps(prefix)
+    try:
+        dataplane.program(maps, tree)
+        dataplane.set_scheme(maps, tree, Scheme.ECMP, seed=1)
+        yield Harness(tree, compiled, maps, schemes.choose_basis(tree.w))
+    finally:
+        maps.close()
+        compiled.close()
+        dataplane.unpin(prefix)
+
+
+def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int) -> bytes:
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, frame_len - 14, 0, 0, 64, 17, 0, tree.host_ip(src).packed,
+                     tree.host_ip(dst).packed)
+    udp = struct.pack("!HHHH", sport, 4791, frame_len - 34, 0)
+    return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bytes(frame_len - 42)
+
+
+def upward_case(tree: FatTree, rng: random.Random) -> tuple[Node, Port, Node, Node, int, int]:
+    """A switch, a downlink it receives on, a source below it and a destination it must send up to;
+    the destination key and the number of keys of that switch."""
+    sw = rng.choice([s for s in tree.switches if s.level is not Level.CORE])
+    inport = rng.choice(tree.downlinks(sw.name))
+    below = [hst for hst in tree.hosts if (tree.edge_of(hst.name) == sw.name if sw.level is Level.EDGE
+                                          else hst.pod == sw.pod)]
+    src = rng.choice(below)
+    if sw.level is Level.EDGE:
+        dst = rng.choice([hst for hst in tree.hosts if tree.edge_of(hst.name) != sw.name])
+        edge = tree.by_name[tree.edge_of(dst.name)]
+        return sw, inport, src, dst, tree.edge_global(edge), tree.n_edges
+    dst = rng.choice([hst for hst in tree.hosts if hst.pod != sw.pod])
+    return sw, inport, src, dst, dst.pod, tree.k
+
+
+def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool = True,
+             queues: tuple[int, ...] | None = None, memory: int | None = None) -> tuple[int, int, Decision]:
+    """Set up one random decision; return (kernel slot, model slot, inputs)."""
+    tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
+    sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
+    cls = rng.choice((schemes.CLASS_DATA, schemes.CLASS_SMALL))
+    frame_len = 1500 if cls == schemes.CLASS_DATA else 64
+    sport = rng.randrange(1024, 65536)
+    ups = tree.uplinks(sw.name)
+    local = tree.local_index(inport)
+
+    cfg = maps.switch_cfg.get(sw.nid)
+    cfg.scheme, cfg.pipe_size, cfg.seed = int(config.scheme), config.pipe_size, rng.getrandbits(32)
+    maps.switch_cfg.set(sw.nid, cfg)
+    pid = schemes.pointer_id(d, n_keys, cls)
+    pointer = rng.getrandbits(40)
+    if config.scheme is Scheme.RR:
+        maps.rr_ptr.set(sw.nid, pointer)
+    elif config.scheme is Scheme.OFAN:
+        maps.ofan_ptr.set((sw.nid * tree.k + 0) * dims.n_ptr + pid, pointer)
+    elif config.scheme is Scheme.POFAN and config.pipe_size != PIPES_PER_CPU:
+        pipe = schemes.pofan_pipe(local, config.pipe_size, tree.k)
+        maps.ofan_ptr.set((sw.nid * tree.k + pipe) * dims.n_ptr + pid, pointer)
+    elif config.scheme is Scheme.POFAN:
+        maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [pointer] * maps.ofan_ptr_cpu.ncpu)
+    qs = queues if queues is not None else tuple(rng.choice(QUEUE_CHOICES) for _ in ups)
+    for p, q in zip(ups, qs):
+        maps.port_q.set(p.ifindex, PortQ(pkts=q // 4154, bytes=q))
+    mem = memory if memory is not None else rng.randrange(tree.w)
+    maps.drill_mem.set(sw.nid, mem)
+    draws = (rng.getrandbits(32), rng.getrandbits(32))
+
+    ctx = SkBuff(ingress_ifindex=inport.ifindex)
+    if supplied:
+        ctx.cb[1], ctx.cb[2], ctx.cb[3] = DRAWS_SUPPLIED, draws[0], draws[1]
+    rv, out = prog_test_run(hs.fd, packet(tree, src, dst, frame_len, sport), ctx)
+    assert rv == 0  # TC_ACT_OK: the test build forwards nothing
+    kernel_slot = [p.ifindex for p in ups].index(out.cb[0])
+
+    x = Decision(config=config, w=tree.w, n_ports=tree.k, d=d, n_keys=n_keys, cls=cls, local_port=local,
+                 pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
+                 thresholds=dataplane.ar_thresholds(maps), ecmp_seed=cfg.seed,
+                 five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
+                             struct.pack("!HH", sport, 4791), 17))
+    model_slot = schemes.decide(x, hs.basis)
+
+    # state after the decision
+    if config.scheme is Scheme.RR:
+        assert int(maps.rr_ptr.get(sw.nid).value) == pointer + 1
+    if config.scheme is Scheme.DRILL:
+        assert int(maps.drill_mem.get(sw.nid).value) == kernel_slot
+    if config.scheme is Scheme.POFAN and config.pipe_size == PIPES_PER_CPU:
+        vals = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + pid)
+        assert sorted(vals) == [pointer] * (len(vals) - 1) + [pointer + 1]
+    return kernel_slot, model_slot, x
+
+
+def configs(k: int) -> list[SchemeConfig]:
+    pipes = [p for p in range(1, k + 1) if k % p == 0] + [PIPES_PER_CPU]
+    return ([SchemeConfig(s) for s in (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR,
+                                       Scheme.DRILL)]
+            + [SchemeConfig(Scheme.POFAN, p) for p in pipes])
+
+
+def test_kernel_matches_model(h: Harness) -> None:
+    rng = random.Random(2024 + h.tree.k)
+    for config in configs(h.tree.k):
+        mismatches = []
+        for _ in range(CASES):
+            kernel, model, x = run_case(h, config, rng)
+            if kernel != model:
+                mismatches.append((kernel, model, x))
+        assert not mismatches, f"{config.label}: {len(mismatches)} of {CASES} differ, e.g. {mismatches[0]}"
+
+
+def test_ofan_pointer_rotates_through_every_uplink(h: Harness) -> None:
+    """w consecutive packets to one destination edge take w different uplinks."""
+    tree = h.tree
+    rng = random.Random(7)
+    dataplane.set_scheme(h.maps, tree, Scheme.OFAN, seed=3)
+    sw = tree.by_name["e0_0"]
+    src = tree.by_name["h0_0_0"]
+    for dst_name in ("h1_0_0", f"h{tree.k - 1}_1_1"):
+        dst = tree.by_name[dst_name]
+        seen = []
+        for _ in range(3 * tree.w):
+            ctx = SkBuff(ingress_ifindex=tree.port(sw.name, src.name).ifindex)
+            _, out = prog_test_run(h.fd, packet(tree, src, dst, 1500, rng.randrange(1024, 65536)), ctx)
+            seen.append(out.cb[0])
+        for i in range(0, len(seen), tree.w):
+            assert len(set(seen[i:i + tree.w])) == tree.w, seen
+
+
+def chi_square_ok(counts: Counter[int], probs: dict[int, float], n: int) -> tuple[bool, float]:
+    from scipy.stats import chisquare
+
+    obs = [counts.get(i, 0) for i in sorted(probs)]
+    exp = [probs[i] * n for i in sorted(probs)]
+    p = float(chisquare(obs, exp).pvalue)
+    return p > 1e-4, p
+
+
+N_DRAWS = 10_000
+
+
+@pytest.mark.parametrize("scheme", [Scheme.RPS, Scheme.JSQ, Scheme.AR])
+def test_random_choices_are_uniform(h: Harness, scheme: Scheme) -> None:
+    """RPS always, JSQ and AR when every uplink ties: uniform over the uplinks."""
+    rng = random.Random(11)
+    counts: Counter[int] = Counter()
+    queues = (4154,) * h.tree.w  # all tied, and all at AR level 0
+    for _ in range(N_DRAWS):
+        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues)
+        counts[kernel] += 1
+    ok, p = chi_square_ok(counts, {i: 1 / h.tree.w for i in range(h.tree.w)}, N_DRAWS)
+    assert ok, (counts, p)
+
+
+def test_drill_distribution(h: Harness) -> None:
+    """Remembered uplink 0 has the longest queue: DRILL keeps it only when both
+    samples hit it (1/w^2); otherwise the first sample that is not 0 wins."""
+    w = h.tree.w
+    rng = random.Random(13)
+    counts: Counter[int] = Counter()
+    queues = (90000,) + (4154,) * (w - 1)
+    for _ in range(N_DRAWS):
+        kernel, _, _ = run_case(h, SchemeConfig(Scheme.DRILL), rng, supplied=False, queues=queues, memory=0)
+        counts[kernel] += 1
+    probs = {0: 1 / w**2, **{j: 1 / w + 1 / w**2 for j in range(1, w)}}
+    ok, p = chi_square_ok(counts, probs, N_DRAWS)
+    assert ok, (counts, p)

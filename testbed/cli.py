@@ -17,7 +17,7 @@ from . import clean as clean_mod
 from . import netns, state
 from .experiment import RunError, RunParams
 from .fabric import DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
-from .schemes import Scheme, SchemeError, names
+from .schemes import Scheme, SchemeConfig, SchemeError, names, parse_pipe_size, select_switches
 from .topology import FatTree, TopologyError, validate_k, validate_prefix
 from .traffic.workloads import WORKLOADS, WorkloadError
 from .units import format_rate, parse_rate, parse_size
@@ -75,6 +75,13 @@ def _scheme(text: str) -> Scheme:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def _pipe(text: str) -> int:
+    try:
+        return parse_pipe_size(text)
+    except SchemeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _prefix(text: str) -> str:
     try:
         validate_prefix(text)
@@ -97,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="testbed", description="Fat-tree load-balancing testbed on the real kernel.")
     sub = p.add_subparsers(dest="cmd", required=True)
     rate_help = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
+    pipe_help = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--prefix", type=_prefix, default="tb", help="name prefix of every kernel object (default tb)")
@@ -105,6 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--k", type=_k, required=True)
     up.add_argument("--rate", type=_rate, default=DEFAULT_RATE_BPS, help=rate_help)
     up.add_argument("--scheme", type=_scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
+    up.add_argument("--pipe-size", type=_pipe, default=4, help=pipe_help)
     up.add_argument("--seed", type=int, default=1)
     common(up)
 
@@ -117,7 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--size", type=_size, required=True, help="bytes per flow (units: KB, MB)")
     run.add_argument("--load", type=_load, default=1.0, help="host pacing as a fraction of line rate")
     run.add_argument("--scheme", type=_scheme, default=None,
-                     help="LB scheme (default: the scheme the fabric was brought up with, else ecmp)")
+                     help="LB scheme of every switch (default: keep each switch's scheme on a fabric that is up, "
+                          "ecmp on an ephemeral one)")
+    run.add_argument("--pipe-size", type=_pipe, default=4, help=pipe_help)
+    run.add_argument("--reset-pointers", action=argparse.BooleanOptionalAction, default=True,
+                     help="fresh random pointer state from --seed before the run (default on)")
     run.add_argument("--seed", type=int, default=1)
     run.add_argument("--k", type=_k, default=None, help="fat-tree k (ephemeral fabric: default 4)")
     run.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
@@ -125,6 +138,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
     run.add_argument("--out", type=Path, default=None, help="write result.json into this directory")
     common(run)
+
+    sch = sub.add_parser("scheme", help="change LB schemes on the fabric that is up (map writes only)")
+    sch_sub = sch.add_subparsers(dest="scheme_cmd", required=True)
+    sset = sch_sub.add_parser("set", help="set the scheme of some or all LB switches")
+    sset.add_argument("scheme", type=_scheme, help=f"one of {', '.join(names())}")
+    sset.add_argument("--pipe-size", type=_pipe, default=4, help=pipe_help)
+    sset.add_argument("--switches", default="all", help="all, edge, agg, pod:N or random:F (default all)")
+    sset.add_argument("--seed", type=int, default=1, help="draws random:F and the fresh pointer state")
+    sset.add_argument("--reset-pointers", action=argparse.BooleanOptionalAction, default=True,
+                      help="fresh random pointer state for the chosen switches (default on)")
+    sset.add_argument("--json", action="store_true")
+    common(sset)
 
     down = sub.add_parser("down", help="tear the fabric down")
     common(down)
@@ -156,7 +181,8 @@ def _console() -> Any:
 
 
 def cmd_up(a: argparse.Namespace) -> int:
-    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed)
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
+                      pipe_size=a.pipe_size)
     _need_root()
     fab = Fabric(spec)
     try:
@@ -171,22 +197,22 @@ def cmd_up(a: argparse.Namespace) -> int:
         fab.compiled.close()  # the filters keep the programs; the pins keep the maps
     t = fab.tree
     print(f"fabric {a.prefix} up: k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
-          f"rate {format_rate(a.rate)}, scheme {a.scheme.label} (built in {times.total_s:.2f} s)")
+          f"rate {format_rate(a.rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
+          f"(built in {times.total_s:.2f} s)")
     return 0
 
 
 def status_dict(prefix: str) -> dict[str, Any]:
+    from . import dataplane
     from . import fabric as fabric_mod
 
     with Fabric.attach(prefix) as fab:
         tree = fab.tree
         assert fab.maps is not None
         states = fabric_mod.link_states(tree)
-        switches = {}
-        for sw in tree.switches:
-            cfg = fab.maps.switch_cfg.get(sw.nid)
-            if sw.level.name != "CORE" and cfg is not None:
-                switches[sw.name] = {"scheme": Scheme(cfg.scheme).label}
+        switches = {name: {"scheme": c.label, "scheme_base": c.scheme.label,
+                           **({"pipe_size": c.pipe_size or "cpu"} if c.scheme is Scheme.POFAN else {})}
+                    for name, c in dataplane.current_schemes(fab.maps, tree).items()}
         links = []
         for ln in tree.links:
             a, b = tree.ports[ln.a_gid], tree.ports[ln.b_gid]
@@ -231,8 +257,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .experiment import run
 
     st = state.load(a.prefix)
-    scheme = a.scheme or (Scheme.parse(st.scheme) if st is not None else Scheme.ECMP)
-    params = RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in)
+    scheme = a.scheme if a.scheme is not None or st is not None else Scheme.ECMP
+    k_fabric = st.k if st is not None else (a.k or 4)
+    if scheme is not None:
+        SchemeConfig(scheme, a.pipe_size).validate(FatTree(k_fabric).switch_ports)
+    params = RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, pipe_size=a.pipe_size,
+                       reset_pointers=a.reset_pointers)
     if st is not None:
         if a.k is not None and a.k != st.k:
             raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
@@ -247,11 +277,39 @@ def cmd_run(a: argparse.Namespace) -> int:
         k = a.k or 4
         if a.workload == "incast" and a.fan_in >= FatTree(k).n_hosts:
             raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(k).n_hosts})")
-        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme, seed=a.seed)
+        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
+                          seed=a.seed, pipe_size=a.pipe_size)
         _need_root()
         with Fabric(spec) as fab:
             result = run(fab, params).to_json()
     _print_result(a, result)
+    return 0
+
+
+def cmd_scheme(a: argparse.Namespace) -> int:
+    from . import dataplane
+
+    st = state.load(a.prefix)
+    if st is None or not st.complete:
+        raise FabricError(f"no fabric with prefix {a.prefix!r} is up (testbed up first)")
+    tree = FatTree(st.k, a.prefix)
+    config = SchemeConfig(a.scheme, a.pipe_size)
+    config.validate(tree.switch_ports)
+    chosen = select_switches(tree, a.switches, a.seed)
+    _need_root()
+    with Fabric.attach(a.prefix) as fab:
+        assert fab.maps is not None
+        if a.reset_pointers:
+            dataplane.reset_state(fab.maps, tree, a.seed, chosen)
+        apply_s = dataplane.apply_schemes(fab.maps, tree, {name: config for name in chosen})
+        now = {n: c.label for n, c in dataplane.current_schemes(fab.maps, tree).items()}
+    out = {"scheme": config.label, "switches": chosen, "selection": a.switches, "seed": a.seed,
+           "apply_ms": apply_s * 1e3, "schemes": now}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"{config.label} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
+              f"applied by map writes in {apply_s * 1e3:.2f} ms")
     return 0
 
 
@@ -307,7 +365,8 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"up": cmd_up, "status": cmd_status, "run": cmd_run, "down": cmd_down, "clean": cmd_clean,
+COMMANDS = {"up": cmd_up, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
+            "clean": cmd_clean,
             "ping": cmd_ping, "demo": cmd_demo}
 
 

@@ -1,7 +1,8 @@
 """One run: a workload over a fabric that is up, measured end to end.
 
 `run(fabric, params)` paces the host NICs, sets the scheme on every LB switch
-(with fresh pointers), resets the counters, sends the collective, waits until
+(or keeps each switch's current scheme, for mixed deployments), gives every
+switch fresh random pointer state drawn from the seed, resets the counters, sends the collective, waits until
 every packet is delivered or the fabric is drained, and returns a `Result`
 whose `to_json()` is the record the CLI prints and saves.
 """
@@ -14,8 +15,7 @@ from typing import Any
 
 from . import collector, dataplane, fabric, state
 from .fabric import Fabric
-from .schemes import Scheme
-from .topology import Level
+from .schemes import Scheme, SchemeConfig
 from .traffic import workloads
 from .traffic.generator import Senders
 from .traffic.packet import Packetizer
@@ -32,10 +32,12 @@ class RunParams:
     workload: str
     size_bytes: int
     load: float = 1.0
-    scheme: Scheme = Scheme.ECMP
+    scheme: Scheme | None = Scheme.ECMP  # None: keep each switch's current scheme
     seed: int = 1
     fan_in: int = 2
     payload: int = 4096
+    pipe_size: int = 4  # pOfan ports per pipe, or schemes.PIPES_PER_CPU
+    reset_pointers: bool = True
 
     def __post_init__(self) -> None:
         if self.workload not in workloads.WORKLOADS:
@@ -46,6 +48,8 @@ class RunParams:
             raise RunError(f"load must be in (0, 1], got {self.load}")
         if self.fan_in < 1:
             raise RunError(f"fan-in must be >= 1, got {self.fan_in}")
+        if self.pipe_size < 0:
+            raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
 
 
 @dataclass
@@ -96,7 +100,14 @@ def run(fab: Fabric, p: RunParams) -> Result:
     host_rate = fabric.host_rate_bps(spec.rate_bps, p.load)
 
     fabric.set_host_rate(tree, host_rate, spec.burst, spec.buffer_bytes)
-    dataplane.set_scheme(maps, tree, p.scheme, p.seed)
+    if p.reset_pointers:
+        dataplane.reset_state(maps, tree, p.seed)
+    if p.scheme is not None:
+        config = SchemeConfig(p.scheme, p.pipe_size)
+        config.validate(tree.switch_ports)
+        dataplane.apply_schemes(maps, tree, {sw.name: config for sw in dataplane.lb_switches(tree)})
+    configs = dataplane.current_schemes(maps, tree)
+    labels = {c.label for c in configs.values()}
     maps.flow_rx.clear()
     qdisc0 = fabric.qdisc_stats(tree)
     soft0 = softnet_drops()
@@ -140,17 +151,17 @@ def run(fab: Fabric, p: RunParams) -> Result:
     pacing = collector.pacing_errors(tree, flows, ports, host_rate, spec.burst)
     cct_s = cct_ns / 1e9
     switches: dict[str, dict[str, Any]] = {}
-    for sw in tree.switches:
-        if sw.level is Level.CORE:
-            continue
-        cfg = maps.switch_cfg.get(sw.nid)
+    configs_end = dataplane.current_schemes(maps, tree)
+    for sw in dataplane.lb_switches(tree):
         counts = []
         for slot in range(tree.w):
             v = maps.uplink_pkts.get(sw.nid * tree.w + slot)
             counts.append(int(v.value) - up0.get(sw.nid * tree.w + slot, 0) if v is not None else 0)
-        switches[sw.name] = {"scheme": Scheme(cfg.scheme).label if cfg else "?", "uplink_pkts": counts}
+        switches[sw.name] = {"scheme": configs[sw.name].label, "uplink_pkts": counts}
+        if configs_end[sw.name] != configs[sw.name]:  # changed live during the run
+            switches[sw.name]["scheme_at_end"] = configs_end[sw.name].label
     return Result(
-        scheme=p.scheme.label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
+        scheme=labels.pop() if len(labels) == 1 else "mixed", workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
         load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, seed=p.seed, flows=len(flows),
         cct_s=cct_s, cct_lower_bound_s=bound, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, drops=sum(drops.values()), drops_detail=drops,

@@ -24,8 +24,8 @@ from typing import Any
 from . import dataplane, netlink, netns, state
 from .dataplane import Compiled, CompileThread, Dims, Maps
 from .netlink import Netlink, Request
-from .schemes import Scheme
-from .topology import FatTree, Node
+from .schemes import Scheme, SchemeConfig
+from .topology import FatTree, Node, validate_k
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
 DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing the rate")
@@ -48,6 +48,7 @@ class FabricSpec:
     burst_bytes: int = 0  # 0: DEFAULT_BURST_FRAMES maximum-size frames (MTU + Ethernet header each)
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     seed: int = 1
+    pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -58,6 +59,8 @@ class FabricSpec:
             raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
         if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
             raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
+        validate_k(self.k)
+        SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
 
     @property
     def burst(self) -> int:
@@ -159,7 +162,7 @@ class Fabric:
             self.compiled.pin(spec.prefix)
             self.maps = Maps(spec.prefix)
             dataplane.program(self.maps, tree)
-            dataplane.set_scheme(self.maps, tree, spec.scheme, spec.seed)
+            dataplane.set_scheme(self.maps, tree, spec.scheme, spec.seed, pipe_size=spec.pipe_size)
             t4 = time.perf_counter()
             self.times.maps_s = t4 - t3
             for node in tree.nodes:

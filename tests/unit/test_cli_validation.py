@@ -43,6 +43,11 @@ BAD = [
     ("run", "--workload", "permutation", "--size", "1MB", "--k", "7"),
     ("run", "--workload", "incast", "--size", "1MB", "--fan-in", "16"),
     ("demo", "--k", "3"),
+    ("up", "--k", "4", "--scheme", "pofan", "--pipe-size", "3"),
+    ("up", "--k", "6", "--scheme", "pofan", "--pipe-size", "4"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "3"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "0"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "many"),
     ("frobnicate",),
 ]
 

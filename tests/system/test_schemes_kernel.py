@@ -214,3 +214,34 @@ def test_drill_distribution(h: Harness) -> None:
     probs = {0: 1 / w**2, **{j: 1 / w + 1 / w**2 for j in range(1, w)}}
     ok, p = chi_square_ok(counts, probs, N_DRAWS)
     assert ok, (counts, p)
+
+
+def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Harness) -> None:
+    tree, maps, dims = h.tree, h.maps, Dims.of(h.tree)
+    w = tree.w
+    firsts = []
+    for seed in (1, 2):
+        dataplane.reset_state(maps, tree, seed)
+        snapshot = []
+        for sw in dataplane.lb_switches(tree):
+            nk = dataplane.n_keys(tree, sw.level)
+            for pipe in range(tree.k):
+                base = (sw.nid * tree.k + pipe) * dims.n_ptr
+                data = [int(maps.ofan_ptr.get(base + d).value) for d in range(nk)]
+                small = [int(maps.ofan_ptr.get(base + nk + d).value) for d in range(nk)]
+                assert all(0 <= v < w for v in data)
+                assert small == [(v + w // 2) % w for v in data]
+                snapshot += data
+            for d in range(nk):
+                per_cpu = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + d)
+                per_cpu_small = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + nk + d)
+                assert per_cpu_small == [(v + w // 2) % w for v in per_cpu]
+        firsts.append(snapshot)
+        assert len(set(snapshot)) == w  # random starts use every value
+    assert firsts[0] != firsts[1]
+    # the same seed gives the same state
+    dataplane.reset_state(maps, tree, 1)
+    first_sw = [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in dataplane.lb_switches(tree)]
+    dataplane.reset_state(maps, tree, 1)
+    assert first_sw == [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value)
+                        for sw in dataplane.lb_switches(tree)]

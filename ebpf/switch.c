@@ -5,8 +5,10 @@
  *                   pick the uplink with the switch's scheme on the way up.
  *   host_egress     TC egress of a host NIC: account the NIC queue.
  *   host_ingress    TC ingress of a host NIC: account the last hop, count
- *                   RoCEv2 packets per flow, consume them (the host stack
- *                   never sees them, so no ICMP errors flow back).
+ *                   RoCEv2 packets per flow and consume them (the host stack
+ *                   never sees them, so no ICMP errors flow back), or, with
+ *                   ACKs on, turn each data packet into its ACK and send it
+ *                   back out of the NIC; count the ACKs that come back.
  * Every program writes its egress choice to cb[0] for BPF_PROG_TEST_RUN; the
  * build for those tests (-DTB_TEST_RUN) stops there and forwards nothing.
  */
@@ -21,6 +23,7 @@
 #include "lb_simple.h"
 #include "lb_queue.h"
 #include "lb_ofan.h"
+#include "ack.h"
 
 #define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */
 
@@ -171,6 +174,22 @@ int host_ingress(struct __sk_buff *skb)
         return TC_ACT_OK;
 
     __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
+    skb->cb[0] = flow;
+    if (b->opcode == OPCODE_RC_ACK) {
+        struct ack_rx *a = ack_rx.lookup(&flow);
+        if (!a) {
+            struct ack_rx zero = {};
+            ack_rx.insert(&flow, &zero);
+            a = ack_rx.lookup(&flow);
+            if (!a)
+                return TC_ACT_STOLEN;
+        }
+        __sync_fetch_and_add(&a->acks, 1);
+        queue_set_once(&a->first_ns, now);
+        a->last_ns = now;
+        return TC_ACT_STOLEN;
+    }
+
     __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
     struct flow_rx *f = flow_rx.lookup(&flow);
     if (!f) {
@@ -191,7 +210,15 @@ int host_ingress(struct __sk_buff *skb)
         __sync_fetch_and_add(&f->ooo, 1);
         queue_raise_max(&f->max_disp, seen - 1 - psn);
     }
-    skb->cb[0] = flow;
-    return TC_ACT_STOLEN;
-}
 
+    __u32 zero_key = 0;
+    struct run_cfg *rc = run_cfg.lookup(&zero_key);
+    if (!rc || !rc->acks)
+        return TC_ACT_STOLEN;
+    __u32 out = ack_reflect(skb);
+    if (!out) {
+        maps_count(CNT_ACK_ERR);
+        return TC_ACT_SHOT;
+    }
+    return bpf_redirect(out, 0);
+}

@@ -10,13 +10,14 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import clean as clean_mod
 from . import netns, state
 from .experiment import RunError, RunParams
-from .fabric import DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
+from .fabric import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
 from .schemes import Scheme, SchemeConfig, SchemeError, names, parse_pipe_size, select_switches
 from .topology import FatTree, TopologyError, validate_k, validate_prefix
 from .traffic.workloads import WORKLOADS, WorkloadError
@@ -135,8 +136,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--k", type=_k, default=None, help="fat-tree k (ephemeral fabric: default 4)")
     run.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
     run.add_argument("--fan-in", type=_positive_int, default=2, help="incast senders (default 2)")
+    run.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
+    run.add_argument("--gpus-per-server", type=_positive_int, default=8, help="ring/fsdp: host i sends to i+G (default 8)")
+    run.add_argument("--stride", type=_positive_int, default=None, help="stride: host i sends to i+S (default: hosts per pod)")
+    run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
+    run.add_argument("--hot-factor", type=float, default=1.5, help="moe: busiest receiver gets F x the mean (default 1.5)")
+    run.add_argument("--eplb", type=_positive_int, default=1, help="moe: spread the hot receiver over R replicas")
+    run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
+    run.add_argument("--payload", type=_size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
-    run.add_argument("--out", type=Path, default=None, help="write result.json into this directory")
+    run.add_argument("--out", type=Path, default=None,
+                     help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
     common(run)
 
     sch = sub.add_parser("scheme", help="change LB schemes on the fabric that is up (map writes only)")
@@ -158,6 +168,11 @@ def build_parser() -> argparse.ArgumentParser:
     ping = sub.add_parser("ping", help="check that every host reaches every other host")
     ping.add_argument("--json", action="store_true")
     common(ping)
+
+    plot = sub.add_parser("plot", help="draw figures from a result directory")
+    plot.add_argument("what", choices=("queues",), help="queues: occupancy over time of the most loaded ports")
+    plot.add_argument("dir", type=Path, help="a result directory (testbed run --out)")
+    plot.add_argument("--output", type=Path, default=None, help="PNG file (default DIR/queues.png)")
 
     demo = sub.add_parser("demo", help="k=4, 1MB permutation at load 1.0 under ECMP and Ofan, side by side")
     demo.add_argument("--k", type=_k, default=4)
@@ -242,15 +257,44 @@ def cmd_status(a: argparse.Namespace) -> int:
 
 
 def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
-    if a.out is not None:
-        a.out.mkdir(parents=True, exist_ok=True)
-        (a.out / "result.json").write_text(json.dumps(r, indent=1))
     if a.json:
         print(json.dumps(r))
     else:
         from .report import run_table
 
         _console().print(run_table(r))
+        if r.get("out_dir"):
+            print(f"results in {r['out_dir']}")
+    _warn_if_invalid([r])
+
+
+def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
+    """A run outside its fidelity tolerance: a warning in colour on stderr."""
+    from rich.console import Console
+
+    for r in results:
+        f = r["fidelity"]
+        if not f["valid"]:
+            Console(stderr=True).print(f"[bold red]warning:[/] the {r['scheme']} run is INVALID: "
+                                       + "; ".join(f["reasons"]))
+
+
+def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
+    return RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
+                     reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
+                     gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
+                     hot_factor=a.hot_factor, eplb_replicas=a.eplb)
+
+
+def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
+    if a.out is not None:
+        out: Path = a.out
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        out = Path("results") / f"{stamp}-{a.workload}-{scheme_label}-s{a.seed}"
+    if (out / "manifest.json").exists():
+        raise RunError(f"{out} already holds a run; choose another --out")
+    return out
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -258,30 +302,27 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     st = state.load(a.prefix)
     scheme = a.scheme if a.scheme is not None or st is not None else Scheme.ECMP
-    k_fabric = st.k if st is not None else (a.k or 4)
+    k = st.k if st is not None else (a.k or 4)
+    if st is not None and a.k is not None and a.k != st.k:
+        raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
+    if st is not None and a.rate is not None and a.rate != st.rate_bps:
+        raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
     if scheme is not None:
-        SchemeConfig(scheme, a.pipe_size).validate(FatTree(k_fabric).switch_ports)
-    params = RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, pipe_size=a.pipe_size,
-                       reset_pointers=a.reset_pointers)
+        SchemeConfig(scheme, a.pipe_size).validate(FatTree(k).switch_ports)
+    params = _run_params(a, scheme)
+    params.flows(FatTree(k))  # the workload must be valid on this fabric before anything is touched
+    if a.payload + 58 > (st.mtu if st is not None else DEFAULT_MTU) + 14:
+        raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
+    out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
+    _need_root()
     if st is not None:
-        if a.k is not None and a.k != st.k:
-            raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
-        if a.rate is not None and a.rate != st.rate_bps:
-            raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
-        if a.workload == "incast" and a.fan_in >= FatTree(st.k).n_hosts:
-            raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(st.k).n_hosts})")
-        _need_root()
         with Fabric.attach(a.prefix) as fab:
-            result = run(fab, params).to_json()
+            result = run(fab, params, out).to_json()
     else:
-        k = a.k or 4
-        if a.workload == "incast" and a.fan_in >= FatTree(k).n_hosts:
-            raise WorkloadError(f"fan-in must be below the number of hosts ({FatTree(k).n_hosts})")
         spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
                           seed=a.seed, pipe_size=a.pipe_size)
-        _need_root()
         with Fabric(spec) as fab:
-            result = run(fab, params).to_json()
+            result = run(fab, params, out).to_json()
     _print_result(a, result)
     return 0
 
@@ -358,14 +399,31 @@ def cmd_demo(a: argparse.Namespace) -> int:
     with Fabric(spec) as fab:
         con.print(f"built k={a.k} fat tree ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
                   f"in {fab.times.total_s:.2f} s; link rate {format_rate(a.rate)}")
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for scheme in (Scheme.ECMP, Scheme.OFAN):
-            results.append(run(fab, RunParams("permutation", a.size, a.load, scheme, a.seed)).to_json())
+            out = Path("results") / f"{stamp}-demo-{scheme.label}"
+            results.append(run(fab, RunParams("permutation", a.size, a.load, scheme, a.seed), out).to_json())
     con.print(compare_table(results, title=f"random permutation, {a.size} B per host, load {a.load}, k={a.k}"))
-    con.print("fabric torn down")
+    con.print(f"fabric torn down; results in {', '.join(r['out_dir'] for r in results)}")
+    _warn_if_invalid(results)
     return 0
 
 
-COMMANDS = {"up": cmd_up, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
+def cmd_plot(a: argparse.Namespace) -> int:
+    from .report import plot_queues
+    from .results import ResultsError, load
+
+    try:
+        res = load(a.dir, allow_incomplete=False)
+    except ResultsError as e:
+        raise RunError(str(e)) from None
+    out = a.output or a.dir / "queues.png"
+    port = plot_queues(res, out)
+    print(f"wrote {out} (most loaded port: {port})")
+    return 0
+
+
+COMMANDS = {"up": cmd_up, "plot": cmd_plot, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
             "clean": cmd_clean,
             "ping": cmd_ping, "demo": cmd_demo}
 

@@ -13,11 +13,12 @@ reset equals the integral over the collective.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from .dataplane import Maps, PortQ
+from .dataplane import Dims, Maps, PortQ
 from .topology import FatTree, Stage
 from .traffic.packet import Packetizer
 from .traffic.workloads import Flow
@@ -47,6 +48,8 @@ class PortSample:
     last_rx_ns: int
     first_tx_ns: int
     last_tx_ns: int
+    busy_ns: int = 0
+    busy_periods: int = 0
 
 
 @dataclass(frozen=True)
@@ -76,16 +79,66 @@ def reset_ports(maps: Maps, tree: FatTree) -> int:
 
 def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
     now = time.monotonic_ns()
+    qs = maps.port_q.read_array(Dims.of(tree).n_ifindex)
     out = {}
     for p in tree.ports:
-        q = maps.port_q.get(p.ifindex)
-        assert q is not None
+        q = qs[p.ifindex]
         occ_p, occ_b = signed(q.pkts), signed(q.bytes)
+        busy = q.busy_ns + (now - q.busy_since if occ_p > 0 and q.busy_since else 0)
         out[p.ifindex] = PortSample(
             p.ifindex, occ_p, occ_b, q.max_pkts, q.max_bytes,
             signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
-            q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns)
+            q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns,
+            busy, q.busy_periods)
     return out
+
+
+@dataclass
+class Sampler:
+    """Samples every port's occupancy (packets, bytes) at `hz` in a thread,
+    one batched map read per sample."""
+
+    maps: Maps
+    tree: FatTree
+    hz: float = 500.0
+    times_ns: list[int] = field(default_factory=list)
+    pkts: list[list[int]] = field(default_factory=list)
+    bytes: list[list[int]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="queue-sampler", daemon=True)
+        self._n = Dims.of(self.tree).n_ifindex
+        self._idx = [p.ifindex for p in self.tree.ports]
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        period = 1.0 / self.hz
+        nxt = time.monotonic()
+        while not self._stop.is_set():
+            qs = self.maps.port_q.read_array(self._n)
+            self.times_ns.append(time.monotonic_ns())
+            self.pkts.append([signed(qs[i].pkts) for i in self._idx])
+            self.bytes.append([signed(qs[i].bytes) for i in self._idx])
+            nxt += period
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                self._stop.wait(delay)
+            else:
+                nxt = time.monotonic()
+
+    @property
+    def rate_hz(self) -> float:
+        if len(self.times_ns) < 2:
+            return 0.0
+        return (len(self.times_ns) - 1) / ((self.times_ns[-1] - self.times_ns[0]) / 1e9)
 
 
 def read_flows(maps: Maps) -> dict[int, FlowSample]:
@@ -107,26 +160,32 @@ def received_packets(maps: Maps) -> int:
 
 
 # -- pure metrics -------------------------------------------------------------
-def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer) -> tuple[dict[int, int], dict[int, int]]:
-    """Frame bytes each host sends and receives."""
+def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int = 0) -> tuple[dict[int, int],
+                                                                                            dict[int, int]]:
+    """Frame bytes each host sends and receives (ACKs included when each data
+    packet is answered by an ACK of `ack_frame_bytes`)."""
     sent: dict[int, int] = {}
     recv: dict[int, int] = {}
     for f in flows:
         b = pk.frame_bytes(f.size_bytes)
+        a = pk.count(f.size_bytes) * ack_frame_bytes
         sent[f.src] = sent.get(f.src, 0) + b
         recv[f.dst] = recv.get(f.dst, 0) + b
+        sent[f.dst] = sent.get(f.dst, 0) + a
+        recv[f.src] = recv.get(f.src, 0) + a
     return sent, recv
 
 
 def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
-                      burst_bytes: int) -> float:
+                      burst_bytes: int, ack_frame_bytes: int = 0) -> float:
     """No collective can finish sooner: each host's NIC (a token bucket of
     `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
     time t, and each host's last link (a token bucket at line rate) delivers at
     most as much. A TBF with tokens releases a packet at once, so an emulated
     hop adds no serialisation delay of its own: the bound has no per-hop term
-    (see the README, "CCT and its lower bound")."""
-    sent, recv = host_frame_bytes(flows, pk)
+    (see the README, "CCT and its lower bound"). The same bound serves every
+    workload (the paper uses naive bounds beyond permutations)."""
+    sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
     send_s = max(max(0, b - burst_bytes) * 8 / host_rate_bps for b in sent.values())
     recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
     return max(send_s, recv_s)
@@ -179,4 +238,61 @@ def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
         head = min(s.rx_pkts - 1, max(1, int(burst_bytes // frame)))
         achieved = (s.rx_bytes - head * frame) * 8 / (span / 1e9)
         out[host.name] = achieved / host_rate_bps - 1.0
+    return out
+
+
+SWITCH_STAGES = (Stage.EDGE_AGG, Stage.AGG_CORE, Stage.CORE_AGG, Stage.AGG_EDGE)
+
+
+def worst_overload(tree: FatTree, ports: Mapping[int, PortSample]) -> dict[str, float]:
+    """Per stage, the paper's Fig. 3 metric: each link's bytes divided by the
+    ideal uniform share of its stage (the stage's bytes over its links), minus
+    one; the worst link of the stage. 0 means perfectly even."""
+    out = {}
+    for st in Stage:
+        carried = [ports[p.ifindex].tx_bytes for p in tree.ports if p.stage is st]
+        total = sum(carried)
+        out[st.label] = max(c / (total / len(carried)) - 1.0 for c in carried) if total else 0.0
+    return out
+
+
+def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int) -> dict[str, float]:
+    """Per port: bytes carried / (line rate x CCT)."""
+    if window_ns <= 0:
+        return {p.label: 0.0 for p in tree.ports}
+    cap = rate_bps / 8 * window_ns / 1e9
+    return {p.label: ports[p.ifindex].tx_bytes / cap for p in tree.ports}
+
+
+def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], rate_bps: int,
+                          window_ns: int) -> float:
+    """Network-wide utilisation (paper Fig. 1a): bytes delivered to the
+    receivers over what their links could carry at line rate during the CCT."""
+    receivers = {f.dst for f in flows}
+    if window_ns <= 0 or not receivers:
+        return 0.0
+    got = sum(ports[tree.port(tree.edge_of(tree.hosts[d].name), tree.hosts[d].name).ifindex].tx_bytes
+              for d in receivers)
+    return got / (len(receivers) * rate_bps / 8 * window_ns / 1e9)
+
+
+MIN_PKTS_PER_BUSY_PERIOD = 20
+
+
+def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, burst_bytes: int,
+                      host_rate_bps: int) -> dict[str, float]:
+    """For ports that stayed busy (on average >= 20 packets per busy period):
+    achieved / configured rate while busy, (bytes - burst) / (rate x busy
+    time). A TBF that keeps up delivers rate x T bytes in a busy time T, plus
+    the tokens it starts with (one burst; a short idle gap refills a little
+    more, which can only raise the ratio). A ratio below 1 means the kernel
+    dequeued late and the emulated link lost capacity."""
+    out = {}
+    for p in tree.ports:
+        s = ports[p.ifindex]
+        if s.busy_periods == 0 or s.busy_ns <= 0 or s.rx_pkts < MIN_PKTS_PER_BUSY_PERIOD * s.busy_periods:
+            continue
+        rate = host_rate_bps if p.stage is Stage.HOST_EDGE else rate_bps
+        achieved = max(0, s.rx_bytes - burst_bytes) * 8 / (s.busy_ns / 1e9)
+        out[p.label] = achieved / rate
     return out

@@ -61,16 +61,25 @@ class DstInfo(ct.Structure):
 class PortQ(ct.Structure):
     _fields_ = [(n, u64) for n in (
         "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
-        "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns")]
+        "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
+        "busy_periods")]
 
 
 class FlowRx(ct.Structure):
     _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp")]
 
 
-CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT = 0, 1, 2, 3
+class AckRx(ct.Structure):
+    _fields_ = [(n, u64) for n in ("acks", "first_ns", "last_ns")]
+
+
+class RunCfg(ct.Structure):
+    _fields_ = [("acks", u32), ("pad", u32)]
+
+
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR = 0, 1, 2, 3, 4
 COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
-                 CNT_BAD_PORT: "bad_port"}
+                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error"}
 
 # name => (key type, value type)
 MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
@@ -87,6 +96,8 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "ar_thresh": (u32, u64),
     "ofan_basis": (u32, u32),
     "flow_rx": (u32, FlowRx),
+    "ack_rx": (u32, AckRx),
+    "run_cfg": (u32, RunCfg),
     "uplink_pkts": (u32, u64),
     "counters": (u32, u64),
 }
@@ -285,6 +296,18 @@ class MapHandle(Generic[K, V]):
         v = value if isinstance(value, ct.Structure) else self.value_type(value)  # type: ignore[call-arg]
         if self._lib.bpf_update_elem(self.fd, ct.byref(k), ct.byref(v), 0) != 0:  # type: ignore[arg-type]
             raise OSError(ct.get_errno(), f"map update key {key}")
+
+    def read_array(self, n: int) -> Any:
+        """Entries 0..n-1 of an array map in one syscall per batch (BPF_MAP_LOOKUP_BATCH)."""
+        keys = (self.key_type * n)()  # type: ignore[operator]
+        vals = (self.value_type * n)()  # type: ignore[operator]
+        out_batch = u32(0)
+        count = u32(n)
+        rc = self._lib.bpf_lookup_batch(self.fd, None, ct.byref(out_batch), ct.byref(keys), ct.byref(vals),
+                                        ct.byref(count))
+        if rc != 0 and ct.get_errno() != 2:  # ENOENT: the whole array fitted in this batch
+            raise OSError(ct.get_errno(), "map batch lookup")
+        return vals
 
     def delete(self, key: int) -> None:
         k = self.key_type(key)  # type: ignore[call-arg]

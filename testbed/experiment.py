@@ -1,26 +1,34 @@
 """One run: a workload over a fabric that is up, measured end to end.
 
-`run(fabric, params)` paces the host NICs, sets the scheme on every LB switch
-(or keeps each switch's current scheme, for mixed deployments), gives every
-switch fresh random pointer state drawn from the seed, resets the counters, sends the collective, waits until
-every packet is delivered or the fabric is drained, and returns a `Result`
-whose `to_json()` is the record the CLI prints and saves.
+`run(fabric, params, out_dir)` paces the host NICs, sets the scheme on every
+LB switch (or keeps each switch's current scheme, for mixed deployments),
+gives every switch fresh random pointer state drawn from the seed, resets the
+counters, sends the collective while sampling every queue, waits until every
+packet (and ACK) is delivered or the fabric is drained, and returns a
+`Result`. With `out_dir` it also writes the run's directory (testbed.results).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from . import collector, dataplane, fabric, state
+import pandas as pd
+
+from . import collector, dataplane, fabric, fidelity, provenance, results, state
+from .dataplane import Maps, RunCfg
 from .fabric import Fabric
 from .schemes import Scheme, SchemeConfig
-from .traffic import workloads
-from .traffic.generator import Senders
-from .traffic.packet import Packetizer
+from .topology import FatTree
+from .traffic.generator import SendReport, Senders
+from .traffic.packet import ACK_FRAME_BYTES, Packetizer
+from .traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 DRAIN_IDLE_S = 0.5  # give up waiting for stragglers after this long without progress
+SAMPLE_HZ = 500.0
 
 
 class RunError(ValueError):
@@ -38,18 +46,31 @@ class RunParams:
     payload: int = 4096
     pipe_size: int = 4  # pOfan ports per pipe, or schemes.PIPES_PER_CPU
     reset_pointers: bool = True
+    acks: bool = False
+    inter_pod: bool = False
+    gpus_per_server: int = 8
+    stride: int = 0
+    matrix: str | None = None
+    hot_factor: float = 1.5
+    eplb_replicas: int = 1
 
     def __post_init__(self) -> None:
-        if self.workload not in workloads.WORKLOADS:
-            raise RunError(f"unknown workload {self.workload!r} (choose from {', '.join(workloads.WORKLOADS)})")
-        if self.size_bytes <= 0:
-            raise RunError(f"size must be > 0 bytes, got {self.size_bytes}")
         if not 0 < self.load <= 1:
             raise RunError(f"load must be in (0, 1], got {self.load}")
         if self.fan_in < 1:
             raise RunError(f"fan-in must be >= 1, got {self.fan_in}")
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
+        if not 1 <= self.payload <= 65000:
+            raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
+        self.workload_spec()  # validates the workload's own parameters
+
+    def workload_spec(self) -> WorkloadSpec:
+        return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
+                            self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas)
+
+    def flows(self, tree: FatTree) -> list[Flow]:
+        return make_spec(self.workload_spec(), tree.n_hosts, tree.n_hosts // tree.k)
 
 
 @dataclass
@@ -64,18 +85,23 @@ class Result:
     host_rate_bps: int
     seed: int
     flows: int
+    acks: bool
     cct_s: float
     cct_lower_bound_s: float
     cct_increase: float
     packets_sent: int
     packets_received: int
+    acks_received: int
     drops: int
     drops_detail: dict[str, int]
     queues: dict[str, dict[str, float]]
+    overload: dict[str, float]
+    utilisation: float
     ports: list[dict[str, Any]]
     fidelity: dict[str, Any]
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)
     flow_stats: list[dict[str, Any]] = field(default_factory=list)
+    out_dir: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -90,55 +116,122 @@ def softnet_drops() -> int:
     return total
 
 
-def run(fab: Fabric, p: RunParams) -> Result:
+def _pointer_values(maps: Maps, tree: FatTree) -> dict[int, list[int]]:
+    """All Ofan/pOfan pointer values by switch id: (pipe, pointer id) flattened, per-CPU copies summed."""
+    dims = dataplane.Dims.of(tree)
+    shared = maps.ofan_ptr.read_array(tree.n_switches * tree.switch_ports * dims.n_ptr)
+    out = {}
+    for sw in dataplane.lb_switches(tree):
+        base = sw.nid * tree.switch_ports * dims.n_ptr
+        vals = [int(shared[base + i]) for i in range(tree.switch_ports * dims.n_ptr)]
+        vals += [sum(maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + pid)) for pid in range(dims.n_ptr)]
+        out[sw.nid] = vals
+    return out
+
+
+def _class_counts(tree: FatTree, before: list[int], after: list[int], sw_level: Any) -> dict[str, int]:
+    """Packets per size class through one switch's pointers (each packet advances its pointer by one)."""
+    dims = dataplane.Dims.of(tree)
+    nk = dataplane.n_keys(tree, sw_level)
+    data = small = 0
+    for block in range(tree.switch_ports + 1):  # every pipe, then the per-CPU set
+        for pid in range(2 * nk):
+            i = block * dims.n_ptr + pid
+            delta = after[i] - before[i]
+            if pid < nk:
+                data += delta
+            else:
+                small += delta
+    return {"data": data, "small": small}
+
+
+def run(fab: Fabric, p: RunParams, out_dir: Path | None = None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     pk = Packetizer(p.payload)
     if pk.frame_len(p.payload) > spec.mtu + 14:
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
-    flows = workloads.make(p.workload, tree.n_hosts, p.size_bytes, p.seed, p.fan_in)
+    if p.scheme is not None:
+        SchemeConfig(p.scheme, p.pipe_size).validate(tree.switch_ports)
+    try:
+        flows = p.flows(tree)
+    except WorkloadError as e:
+        raise RunError(str(e)) from None
+    if not flows:
+        raise RunError("the workload has no flow")
     host_rate = fabric.host_rate_bps(spec.rate_bps, p.load)
+    started_at = datetime.now(timezone.utc).isoformat()
 
     fabric.set_host_rate(tree, host_rate, spec.burst, spec.buffer_bytes)
     if p.reset_pointers:
         dataplane.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
         config = SchemeConfig(p.scheme, p.pipe_size)
-        config.validate(tree.switch_ports)
         dataplane.apply_schemes(maps, tree, {sw.name: config for sw in dataplane.lb_switches(tree)})
     configs = dataplane.current_schemes(maps, tree)
     labels = {c.label for c in configs.values()}
+    scheme_label = labels.pop() if len(labels) == 1 else "mixed"
+    maps.run_cfg.set(0, RunCfg(acks=int(p.acks)))
     maps.flow_rx.clear()
+    maps.ack_rx.clear()
+
+    bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst,
+                                        ack_frame_bytes=ACK_FRAME_BYTES if p.acks else 0)
+    params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
+    run_dir = None
+    if out_dir is not None:
+        run_dir = results.RunDir(out_dir, {
+            "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
+            "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
+                       "burst_bytes": spec.burst, "buffer_bytes": spec.buffer_bytes},
+            "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
+            "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
+    try:
+        return _measure(fab, p, flows, pk, host_rate, bound, configs, scheme_label, run_dir)
+    except KeyboardInterrupt:
+        if run_dir is not None:
+            run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
+        raise
+    except BaseException as e:
+        if run_dir is not None:
+            run_dir.abort("failed", f"{type(e).__name__}: {e}")
+        raise
+
+
+def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int, bound: float,
+             configs: dict[str, SchemeConfig], scheme_label: str, run_dir: results.RunDir | None) -> Result:
+    spec, tree, maps = fab.spec, fab.tree, fab.maps
+    assert maps is not None
+    n_up = tree.n_switches * tree.w
     qdisc0 = fabric.qdisc_stats(tree)
     soft0 = softnet_drops()
     cnt0 = maps.counter_values()
-    up0 = {i: int(v.value) for i in range(tree.n_switches * tree.w) if (v := maps.uplink_pkts.get(i)) is not None}
+    up0 = list(maps.uplink_pkts.read_array(n_up))
+    ptr0 = _pointer_values(maps, tree)
     collector.reset_ports(maps, tree)
-
-    bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst)
-    senders = Senders(tree, flows, pk, p.seed)
-    pids: list[int] = []
-
-    def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
-        pids.append(pid)
-        state.record_pid(spec.prefix, pid)
-
+    cpu0 = fidelity.CpuTimes.now()
+    sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
-        sent = senders.run(timeout_s=10 * bound + 10, on_start=started)
+        sent = _send(fab, flows, pk, p.seed, bound)
+        _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
     finally:
-        for pid in pids:
-            state.record_pid(spec.prefix, pid, add=False)
-    _wait_delivered(maps, sent.packets)
+        sampler.stop()
+    cpu_busy = fidelity.CpuTimes.now().busy_since(cpu0)
 
     ports = collector.read_ports(maps, tree)
     rx = collector.read_flows(maps)
+    acks = {fid: maps.ack_rx.get(fid) for fid in maps.ack_rx.keys()}
     qdisc1 = fabric.qdisc_stats(tree)
     cnt1 = maps.counter_values()
     soft1 = softnet_drops()
+    up1 = list(maps.uplink_pkts.read_array(n_up))
+    ptr1 = _pointer_values(maps, tree)
+    configs_end = dataplane.current_schemes(maps, tree)
 
     src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in flows}
     t_first = min((ports[i].first_tx_ns for i in src_ports if ports[i].first_tx_ns), default=0)
-    t_last = max((r.last_ns for r in rx.values()), default=0)
+    ends = [r.last_ns for r in rx.values()] + ([a.last_ns for a in acks.values() if a] if p.acks else [])
+    t_last = max(ends, default=0)
     cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
     queues = collector.port_queues(tree, ports, cct_ns)
     drops = {
@@ -148,46 +241,95 @@ def run(fab: Fabric, p: RunParams) -> Result:
         "sender_errors": sent.errors,
     }
     received = sum(r.pkts for r in rx.values())
+    acks_received = sum(int(a.acks) for a in acks.values() if a)
     pacing = collector.pacing_errors(tree, flows, ports, host_rate, spec.burst)
+    service = collector.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
+    verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, sampler.rate_hz)
+    util = collector.utilisation(tree, ports, spec.rate_bps, cct_ns)
+    overload = collector.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
+
     switches: dict[str, dict[str, Any]] = {}
-    configs_end = dataplane.current_schemes(maps, tree)
     for sw in dataplane.lb_switches(tree):
-        counts = []
-        for slot in range(tree.w):
-            v = maps.uplink_pkts.get(sw.nid * tree.w + slot)
-            counts.append(int(v.value) - up0.get(sw.nid * tree.w + slot, 0) if v is not None else 0)
-        switches[sw.name] = {"scheme": configs[sw.name].label, "uplink_pkts": counts}
+        base = sw.nid * tree.w
+        switches[sw.name] = {"scheme": configs[sw.name].label,
+                             "uplink_pkts": [int(up1[base + s]) - int(up0[base + s]) for s in range(tree.w)],
+                             "pointer_pkts": _class_counts(tree, ptr0[sw.nid], ptr1[sw.nid], sw.level)}
         if configs_end[sw.name] != configs[sw.name]:  # changed live during the run
             switches[sw.name]["scheme_at_end"] = configs_end[sw.name].label
-    return Result(
-        scheme=labels.pop() if len(labels) == 1 else "mixed", workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
-        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, seed=p.seed, flows=len(flows),
+    flow_stats = []
+    for f in flows:
+        r, a = rx.get(f.fid), acks.get(f.fid)
+        flow_stats.append({
+            "fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name, "size_bytes": f.size_bytes,
+            "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
+            "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
+            "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
+            "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0})
+    port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
+    result = Result(
+        scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
+        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, seed=p.seed, flows=len(flows), acks=p.acks,
         cct_s=cct_s, cct_lower_bound_s=bound, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
-        packets_sent=sent.packets, packets_received=received, drops=sum(drops.values()), drops_detail=drops,
-        queues=collector.stage_queues(queues), ports=[asdict(q) for q in queues],
-        fidelity={
-            "pacing_error_max": max((abs(v) for v in pacing.values()), default=0.0),
-            "pacing_error_mean": sum(pacing.values()) / len(pacing) if pacing else 0.0,
-            "pacing_error_by_host": pacing,
-        },
-        switches=switches,
-        flow_stats=[{"fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name,
-                     "sent": sent.flows[f.fid].packets, "received": rx[f.fid].pkts if f.fid in rx else 0,
-                     "out_of_order": rx[f.fid].ooo if f.fid in rx else 0,
-                     "max_psn_displacement": rx[f.fid].max_disp if f.fid in rx else 0} for f in flows],
-    )
+        packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
+        drops=sum(drops.values()), drops_detail=drops, queues=collector.stage_queues(queues), overload=overload,
+        utilisation=collector.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
+        ports=port_rows, fidelity=verdict.to_json(), switches=switches, flow_stats=flow_stats,
+        out_dir=str(run_dir.path) if run_dir is not None else None)
+    if run_dir is not None:
+        run_dir.finish(_manifest_summary(result), _tables(tree, result, sampler, t_first))
+    return result
 
 
-def _wait_delivered(maps: dataplane.Maps, expected: int) -> None:
-    last, last_change = -1, time.monotonic()
+def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float) -> SendReport:
+    prefix = fab.spec.prefix
+    pids: list[int] = []
+
+    def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
+        pids.append(pid)
+        state.record_pid(prefix, pid)
+
+    try:
+        return Senders(fab.tree, flows, pk, seed).run(timeout_s=10 * bound + 10, on_start=started)
+    finally:
+        for pid in pids:
+            state.record_pid(prefix, pid, add=False)
+
+
+def _manifest_summary(r: Result) -> dict[str, Any]:
+    return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "switch_uplink_pkts": {
+        n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
+        k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "packets_sent", "packets_received",
+                                   "acks_received", "drops", "drops_detail", "queues", "overload", "utilisation")}}
+
+
+def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
+    labels = [p.label for p in tree.ports]
+    stages = [p.stage.label for p in tree.ports]
+    rows_t, rows_p, rows_s, rows_pk, rows_b = [], [], [], [], []
+    for t, pk_row, b_row in zip(sampler.times_ns, sampler.pkts, sampler.bytes):
+        for i in range(len(labels)):
+            rows_t.append((t - t0_ns) / 1e9)
+            rows_p.append(labels[i])
+            rows_s.append(stages[i])
+            rows_pk.append(pk_row[i])
+            rows_b.append(b_row[i])
+    timeseries = pd.DataFrame({"t_s": rows_t, "port": rows_p, "stage": rows_s, "pkts": rows_pk, "bytes": rows_b})
+    stage_rows = [{"stage": st, **v, "worst_overload": r.overload[st]} for st, v in r.queues.items()]
+    return {"flows": pd.DataFrame(r.flow_stats), "ports": pd.DataFrame(r.ports), "timeseries": timeseries,
+            "stages": pd.DataFrame(stage_rows)}
+
+
+def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> None:
+    last, last_change = (-1, -1), time.monotonic()
     while True:
         got = collector.received_packets(maps)
-        if got >= expected:
+        got_acks = sum(int(a.acks) for fid in maps.ack_rx.keys() if (a := maps.ack_rx.get(fid)) is not None)
+        if got >= expected and got_acks >= expected_acks:
             return
         now = time.monotonic()
-        if got != last:
-            last, last_change = got, now
+        if (got, got_acks) != last:
+            last, last_change = (got, got_acks), now
         elif now - last_change > DRAIN_IDLE_S:
             return
         time.sleep(0.005)

@@ -25,10 +25,45 @@ def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
     for st in Stage:
         row(f"{st.label} queue avg / max (pkts)",
             lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
+    row("worst link overload E->A / A->C / C->A / A->E",
+        lambda r: " / ".join(f"{100 * r['overload'][s]:.0f}%" for s in ("edge_agg", "agg_core", "core_agg",
+                                                                          "agg_edge")))
+    row("utilisation (receivers)", lambda r: f"{100 * r['utilisation']:.1f} %")
     row("packets sent / received", lambda r: f"{r['packets_sent']} / {r['packets_received']}")
+    if any(r.get("acks") for r in results):
+        row("ACKs received", lambda r: str(r["acks_received"]))
     row("drops", lambda r: str(r["drops"]))
     row("max host pacing error", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
+    row("fidelity", lambda r: "valid" if r["fidelity"]["valid"] else "[bold red]INVALID[/]")
     return t
+
+
+def plot_queues(res: Any, out: Any, top: int = 4) -> str:
+    """PNG of the sampled occupancy of the `top` most loaded ports (by their
+    exact maximum); returns the most loaded port's name."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ports = res.ports.sort_values(["max_pkts", "avg_pkts"], ascending=False)
+    names = list(ports["port"].head(top))
+    ts = res.timeseries
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for name in names:
+        series = ts[ts["port"] == name]
+        ax.step(series["t_s"] * 1e3, series["pkts"], where="post", label=name)
+    m = res.manifest
+    ax.set_xlabel("time since the first packet (ms)")
+    ax.set_ylabel("queue (packets)")
+    ax.set_title(f"{m['params']['workload']} {m['params']['size_bytes']} B, load {m['params']['load']}, "
+                 f"{m['scheme']}, k={m['k']}")
+    ax.legend(loc="upper right", fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)
+    return str(names[0])
 
 
 def run_table(r: dict[str, Any]) -> Table:

@@ -35,6 +35,10 @@ BPF_ARRAY(ar_thresh, __u64, AR_LEVELS);
 BPF_ARRAY(ofan_basis, __u32, W);
 /* flow id (RoCEv2 destination QP) => flow_rx */
 BPF_HASH(flow_rx, __u32, struct flow_rx, 65536);
+/* flow id => ack_rx (ACKs back at the sender) */
+BPF_HASH(ack_rx, __u32, struct ack_rx, 65536);
+/* 0 => run_cfg */
+BPF_ARRAY(run_cfg, struct run_cfg, 1);
 /* switch id * W + uplink slot => packets sent up through that slot */
 BPF_ARRAY(uplink_pkts, __u64, N_SWITCHES * W);
 /* CNT_* => count */

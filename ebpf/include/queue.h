@@ -4,9 +4,12 @@
  * egress port (before that port's qdisc), queue_sub() once when the packet
  * reaches the program at the far end of the link. In between the packet is
  * in the port's TBF or being handed over, i.e. it is "in the queue".
+ * Busy time (occupancy > 0) is accumulated at each 1 -> 0 transition.
  * Concurrency: all fields are updated with atomic fetch-add; the maxima with
  * a bounded compare-and-swap loop, so concurrent CPUs never lose an update
- * except when the loop gives up after 4 contended attempts.
+ * except when the loop gives up after 4 contended attempts. busy_since is a
+ * plain store: a 0 -> 1 and a 1 -> 0 transition racing on two CPUs can
+ * misplace one busy period's start by the length of the race.
  */
 #pragma once
 #include "maps.h"
@@ -35,6 +38,10 @@ static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
     if (!q)
         return;
     __u64 p = __sync_fetch_and_add(&q->pkts, 1) + 1;
+    if (p == 1) {
+        q->busy_since = now;
+        __sync_fetch_and_add(&q->busy_periods, 1);
+    }
     __u64 b = __sync_fetch_and_add(&q->bytes, len) + len;
     __sync_fetch_and_add(&q->area_pkts, -now);
     __sync_fetch_and_add(&q->area_bytes, -(now * len));
@@ -51,7 +58,8 @@ static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
     struct port_q *q = port_q.lookup(&ifindex);
     if (!q)
         return;
-    __sync_fetch_and_add(&q->pkts, -1);
+    if (__sync_fetch_and_add(&q->pkts, -1) == 1)
+        __sync_fetch_and_add(&q->busy_ns, now - q->busy_since);
     __sync_fetch_and_add(&q->bytes, -len);
     __sync_fetch_and_add(&q->area_pkts, now);
     __sync_fetch_and_add(&q->area_bytes, now * len);

@@ -86,6 +86,9 @@ struct port_q {
     __u64 last_rx_ns;
     __u64 first_tx_ns;
     __u64 last_tx_ns;
+    __u64 busy_ns;      /* time with at least one packet in the queue */
+    __u64 busy_since;   /* start of the current busy period */
+    __u64 busy_periods;
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */
@@ -99,9 +102,23 @@ struct flow_rx {
     __u64 max_disp;     /* largest (highest PSN - PSN) at an arrival */
 };
 
+/* Per-flow ACK counters at the sender: ack_rx[flow id]. */
+struct ack_rx {
+    __u64 acks;
+    __u64 first_ns;
+    __u64 last_ns;
+};
+
+/* Run-wide settings: run_cfg[0]. */
+struct run_cfg {
+    __u32 acks;         /* 1: receivers answer every data packet with an ACK */
+    __u32 pad;
+};
+
 /* Counter indices: counters[i]. */
 #define CNT_NO_ROUTE   0   /* destination unknown: dropped */
 #define CNT_NOT_IPV4   1   /* not IPv4: dropped at a switch */
 #define CNT_REDIRECT_ERR 2 /* bpf_(clone_)redirect failed */
 #define CNT_BAD_PORT   3   /* ingress port not in port_info */
+#define CNT_ACK_ERR    4   /* a data packet could not be turned into an ACK */
 #define N_COUNTERS     8

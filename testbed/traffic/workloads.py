@@ -1,18 +1,30 @@
 """Traffic matrices as lists of flows. Pure and seeded: the same seed gives
-the same flows.
+the same flows. Sizes are bytes of payload per flow.
 
-- permutation: a uniformly random derangement; host i sends SIZE bytes to
-  its partner, nobody sends to itself.
-- incast: `fan_in` distinct random senders each send SIZE bytes to one random
-  receiver.
+| workload | flows | paper |
+|---|---|---|
+| permutation | a uniformly random derangement; `inter_pod` forces every flow across pods | sections 3, 6; Fig. 3 |
+| all-to-all | every host to every other host, SIZE each; hosts serve their flows round-robin | section 2.2 |
+| ring / fsdp | host i to host (i + G) mod n, G = GPUs per server (hierarchical ring) | section 6.7 |
+| stride | host i to host (i + S) mod n | classic fat-tree pattern |
+| moe | all-to-all-v: a traffic matrix from a file, or a skewed built-in one | section 6.6 |
+| incast | `fan_in` random senders to one random receiver | - |
+
+The built-in MoE matrix gives every host SIZE x (n - 1) bytes to send,
+split over the receivers in proportion to their weights: one random "hot"
+receiver is weighted so that it receives `hot_factor` times the mean, the
+others equally. With `eplb_replicas` R > 1 the hot receiver's load is spread
+over R hosts, as replicating a popular expert does (EPLB).
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-WORKLOADS = ("permutation", "incast")
+WORKLOADS = ("permutation", "all-to-all", "ring", "fsdp", "stride", "moe", "incast")
 
 
 class WorkloadError(ValueError):
@@ -27,6 +39,34 @@ class Flow:
     size_bytes: int
 
 
+@dataclass(frozen=True)
+class WorkloadSpec:
+    name: str
+    size_bytes: int
+    seed: int = 1
+    fan_in: int = 2
+    inter_pod: bool = False
+    gpus_per_server: int = 8
+    stride: int = 0  # 0: hosts per pod
+    matrix: str | None = None  # MoE: path of an n x n CSV or NPY matrix of bytes
+    hot_factor: float = 1.5
+    eplb_replicas: int = 1
+
+    def __post_init__(self) -> None:
+        if self.name not in WORKLOADS:
+            raise WorkloadError(f"unknown workload {self.name!r} (choose from {', '.join(WORKLOADS)})")
+        if self.size_bytes <= 0 and not (self.name == "moe" and self.matrix):
+            raise WorkloadError(f"size must be > 0, got {self.size_bytes}")
+        if self.gpus_per_server < 1:
+            raise WorkloadError(f"gpus per server must be >= 1, got {self.gpus_per_server}")
+        if self.stride < 0:
+            raise WorkloadError(f"stride must be >= 1, got {self.stride}")
+        if self.hot_factor < 1:
+            raise WorkloadError(f"hot-receiver factor must be >= 1, got {self.hot_factor}")
+        if self.eplb_replicas < 1:
+            raise WorkloadError(f"EPLB replicas must be >= 1, got {self.eplb_replicas}")
+
+
 def derangement(n: int, rng: random.Random) -> list[int]:
     """A uniformly random permutation without fixed points (rejection sampling)."""
     if n < 2:
@@ -38,25 +78,101 @@ def derangement(n: int, rng: random.Random) -> list[int]:
             return p
 
 
-def permutation(n_hosts: int, size_bytes: int, rng: random.Random) -> list[Flow]:
-    return [Flow(i + 1, i, dst, size_bytes) for i, dst in enumerate(derangement(n_hosts, rng))]
+def inter_pod_permutation(pods: Sequence[int], rng: random.Random) -> list[int]:
+    """A random permutation in which every host's partner is in another pod
+    (random start, then random swaps that repair same-pod pairs)."""
+    n = len(pods)
+    if max(pods.count(p) for p in set(pods)) > n // 2:
+        raise WorkloadError("no inter-pod permutation exists: one pod holds more than half the hosts")
+    p = list(range(n))
+    rng.shuffle(p)
+    for _ in range(1000 * n):
+        bad = [i for i in range(n) if pods[i] == pods[p[i]]]
+        if not bad:
+            return p
+        i = rng.choice(bad)
+        j = rng.randrange(n)
+        if pods[i] != pods[p[j]] and pods[j] != pods[p[i]]:
+            p[i], p[j] = p[j], p[i]
+    raise WorkloadError("could not build an inter-pod permutation")
 
 
-def incast(n_hosts: int, size_bytes: int, rng: random.Random, fan_in: int = 2) -> list[Flow]:
-    if not 1 <= fan_in < n_hosts:
-        raise WorkloadError(f"fan-in must be in [1, {n_hosts - 1}], got {fan_in}")
-    hosts = list(range(n_hosts))
+def _flows(pairs: list[tuple[int, int, int]]) -> list[Flow]:
+    if len(pairs) >= 1 << 24:
+        raise WorkloadError("too many flows for 24-bit queue-pair ids")
+    return [Flow(i + 1, s, d, b) for i, (s, d, b) in enumerate(pairs) if b > 0 and s != d]
+
+
+def moe_matrix(n: int, size_bytes: int, rng: random.Random, hot_factor: float, replicas: int) -> list[list[int]]:
+    if hot_factor >= n:
+        raise WorkloadError(f"hot-receiver factor must be below the number of hosts ({n})")
+    if replicas > n:
+        raise WorkloadError(f"EPLB replicas must be at most the number of hosts ({n})")
+    # one hot receiver weighted x with x / mean(w) = hot_factor, the rest 1
+    x = hot_factor * (n - 1) / (n - hot_factor)
+    weights = [1.0] * n
+    hosts = list(range(n))
     rng.shuffle(hosts)
-    dst, senders = hosts[0], sorted(hosts[1:fan_in + 1])
-    return [Flow(i + 1, s, dst, size_bytes) for i, s in enumerate(senders)]
+    for h in hosts[:replicas]:  # EPLB: the hot expert's load spread over `replicas` hosts
+        weights[h] = 1.0 + (x - 1.0) / replicas
+    total = size_bytes * (n - 1)
+    m = []
+    for s in range(n):
+        denom = sum(w for d, w in enumerate(weights) if d != s)
+        m.append([0 if d == s else int(round(total * weights[d] / denom)) for d in range(n)])
+    return m
 
 
-def make(name: str, n_hosts: int, size_bytes: int, seed: int, fan_in: int = 2) -> list[Flow]:
-    if size_bytes <= 0:
-        raise WorkloadError(f"size must be > 0, got {size_bytes}")
-    rng = random.Random(seed)
-    if name == "permutation":
-        return permutation(n_hosts, size_bytes, rng)
-    if name == "incast":
-        return incast(n_hosts, size_bytes, rng, fan_in)
-    raise WorkloadError(f"unknown workload {name!r} (choose from {', '.join(WORKLOADS)})")
+def load_matrix(path: str, n: int) -> list[list[int]]:
+    p = Path(path)
+    if not p.exists():
+        raise WorkloadError(f"traffic matrix {path} not found")
+    if p.suffix == ".npy":
+        import numpy as np
+
+        arr = np.load(p)
+        rows = [[int(v) for v in row] for row in arr.tolist()]
+    else:
+        rows = []
+        for line in p.read_text().splitlines():
+            if line.strip() and not line.lstrip().startswith("#"):
+                rows.append([int(float(v)) for v in line.replace(";", ",").split(",")])
+    if len(rows) != n or any(len(r) != n for r in rows):
+        raise WorkloadError(f"traffic matrix must be {n} x {n} (one row per host), got {len(rows)} rows")
+    if any(v < 0 for r in rows for v in r):
+        raise WorkloadError("traffic matrix entries must be >= 0 bytes")
+    return rows
+
+
+def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow]:
+    rng = random.Random(spec.seed)
+    n, size = n_hosts, spec.size_bytes
+    if spec.name == "permutation":
+        if spec.inter_pod:
+            perm = inter_pod_permutation([i // hosts_per_pod for i in range(n)], rng)
+        else:
+            perm = derangement(n, rng)
+        return _flows([(i, d, size) for i, d in enumerate(perm)])
+    if spec.name == "all-to-all":
+        return _flows([(s, d, size) for s in range(n) for d in range(n) if s != d])
+    if spec.name in ("ring", "fsdp", "stride"):
+        step = spec.gpus_per_server if spec.name != "stride" else (spec.stride or hosts_per_pod)
+        if step % n == 0:
+            raise WorkloadError(f"step {step} is a multiple of the {n} hosts: every host would send to itself")
+        return _flows([(i, (i + step) % n, size) for i in range(n)])
+    if spec.name == "moe":
+        m = load_matrix(spec.matrix, n) if spec.matrix else moe_matrix(n, size, rng, spec.hot_factor,
+                                                                       spec.eplb_replicas)
+        return _flows([(s, d, m[s][d]) for s in range(n) for d in range(n)])
+    # incast
+    if not 1 <= spec.fan_in < n:
+        raise WorkloadError(f"fan-in must be in [1, {n - 1}], got {spec.fan_in}")
+    hosts = list(range(n))
+    rng.shuffle(hosts)
+    dst, senders = hosts[0], sorted(hosts[1:spec.fan_in + 1])
+    return _flows([(s, dst, size) for s in senders])
+
+
+def make(name: str, n_hosts: int, size_bytes: int, seed: int, fan_in: int = 2, hosts_per_pod: int = 0) -> list[Flow]:
+    """Shorthand for the common parameters."""
+    return make_spec(WorkloadSpec(name, size_bytes, seed, fan_in), n_hosts, hosts_per_pod or max(1, n_hosts // 4))

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +22,7 @@ REQUIRED_RUN_KEYS = {"scheme", "workload", "k", "hosts", "size_bytes", "load", "
 STAGES = {"host_edge", "edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host"}
 
 
-def test_up_status_run_down() -> None:
+def test_up_status_run_down(tmp_path: Path) -> None:
     p = "tc"
     assert leftovers(p) == []
     try:
@@ -44,7 +45,7 @@ def test_up_status_run_down() -> None:
         assert sorted(os.listdir("/run/netns")) == before
 
         out = cli("run", "--workload", "permutation", "--size", "256KB", "--load", "0.9", "--scheme", "ofan",
-                  "--seed", "4", "--json", "--prefix", p)
+                  "--seed", "4", "--json", "--out", str(tmp_path / "run"), "--prefix", p)
         assert out.returncode == 0, out.stderr
         res = json.loads(out.stdout)  # exactly one JSON object on stdout
         assert REQUIRED_RUN_KEYS <= set(res)
@@ -63,9 +64,10 @@ def test_up_status_run_down() -> None:
         cli("clean", "--prefix", p)
 
 
-def test_ephemeral_run_leaves_nothing() -> None:
+def test_ephemeral_run_leaves_nothing(tmp_path: Path) -> None:
     p = "te"
-    r = cli("run", "--workload", "incast", "--size", "64KB", "--fan-in", "3", "--json", "--prefix", p)
+    r = cli("run", "--workload", "incast", "--size", "64KB", "--fan-in", "3", "--json", "--out", str(tmp_path / "r"),
+            "--prefix", p)
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["packets_received"] == res["packets_sent"] == 3 * 16

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
@@ -89,7 +90,7 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
     assert {s["scheme_at_end"] for s in result["switches"].values()} == {"ofan"}
 
 
-def test_mixed_deployment_through_the_cli() -> None:
+def test_mixed_deployment_through_the_cli(tmp_path: Path) -> None:
     p = "tm"
     try:
         assert cli("up", "--k", "4", "--scheme", "ar", "--prefix", p).returncode == 0
@@ -103,7 +104,8 @@ def test_mixed_deployment_through_the_cli() -> None:
         assert sorted(n for n, s in mixed.items() if s == "4ofan") == sorted(out["switches"])
         assert sum(1 for s in mixed.values() if s == "ar") == 8
 
-        res = cli("run", "--workload", "permutation", "--size", "512KB", "--json", "--seed", "5", "--prefix", p)
+        res = cli("run", "--workload", "permutation", "--size", "512KB", "--json", "--seed", "5",
+                  "--out", str(tmp_path / "mixed"), "--prefix", p)
         assert res.returncode == 0, res.stderr
         r2 = json.loads(res.stdout)
         assert r2["scheme"] == "mixed"

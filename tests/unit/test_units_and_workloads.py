@@ -5,6 +5,7 @@ import random
 import pytest
 
 from testbed.traffic import workloads
+from testbed.traffic.workloads import WorkloadSpec
 from testbed.traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
 from testbed.units import format_rate, parse_rate, parse_size
 
@@ -39,16 +40,69 @@ def test_format_rate() -> None:
 
 @pytest.mark.parametrize("n", [2, 3, 16, 54])
 def test_permutation_is_a_derangement(n: int) -> None:
-    flows = workloads.permutation(n, 1000, random.Random(n))
+    flows = workloads.make_spec(WorkloadSpec("permutation", 1000, seed=n), n, max(1, n // 4))
     assert sorted(f.src for f in flows) == list(range(n))
     assert sorted(f.dst for f in flows) == list(range(n))
     assert all(f.src != f.dst for f in flows)
     assert len({f.fid for f in flows}) == n and min(f.fid for f in flows) >= 1
 
 
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_inter_pod_permutation(k: int) -> None:
+    n, per_pod = k**3 // 4, k**2 // 4
+    for seed in range(5):
+        flows = workloads.make_spec(WorkloadSpec("permutation", 1000, seed=seed, inter_pod=True), n, per_pod)
+        assert sorted(f.dst for f in flows) == list(range(n))
+        assert all(f.src // per_pod != f.dst // per_pod for f in flows)
+
+
 def test_workloads_are_seeded() -> None:
     assert workloads.make("permutation", 16, 1000, 5) == workloads.make("permutation", 16, 1000, 5)
     assert workloads.make("permutation", 16, 1000, 5) != workloads.make("permutation", 16, 1000, 6)
+
+
+def test_all_to_all() -> None:
+    flows = workloads.make_spec(WorkloadSpec("all-to-all", 4096), 16, 4)
+    assert len(flows) == 16 * 15
+    assert {(f.src, f.dst) for f in flows} == {(s, d) for s in range(16) for d in range(16) if s != d}
+
+
+@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8), ("fsdp", {"gpus_per_server": 3}, 3),
+                                             ("stride", {}, 4), ("stride", {"stride": 5}, 5)])
+def test_ring_and_stride(name: str, param: dict[str, int], step: int) -> None:
+    flows = workloads.make_spec(WorkloadSpec(name, 4096, **param), 16, 4)  # type: ignore[arg-type]
+    assert [(f.src, f.dst) for f in flows] == [(i, (i + step) % 16) for i in range(16)]
+
+
+def test_moe_builtin_skew_and_eplb() -> None:
+    n, size = 16, 1 << 20
+    flows = workloads.make_spec(WorkloadSpec("moe", size, seed=3, hot_factor=1.5), n, 4)
+    sent = [sum(f.size_bytes for f in flows if f.src == h) for h in range(n)]
+    recv = [sum(f.size_bytes for f in flows if f.dst == h) for h in range(n)]
+    assert all(abs(s - size * (n - 1)) <= n for s in sent)
+    mean = sum(recv) / n
+    assert max(recv) / mean == pytest.approx(1.5, rel=0.02)
+    flat = workloads.make_spec(WorkloadSpec("moe", size, seed=3, hot_factor=1.5, eplb_replicas=2), n, 4)
+    recv2 = [sum(f.size_bytes for f in flat if f.dst == h) for h in range(n)]
+    assert max(recv2) / (sum(recv2) / n) < max(recv) / mean
+    assert sum(1 for r in recv2 if r > 1.05 * sum(recv2) / n) == 2
+
+
+def test_moe_from_files(tmp_path: object) -> None:
+    import numpy as np
+
+    from pathlib import Path
+
+    d = Path(str(tmp_path))
+    m = np.arange(16).reshape(4, 4) * 100
+    np.save(d / "m.npy", m)
+    (d / "m.csv").write_text("\n".join(",".join(str(v) for v in row) for row in m.tolist()))
+    for f in ("m.npy", "m.csv"):
+        flows = workloads.make_spec(WorkloadSpec("moe", 0, matrix=str(d / f)), 4, 1)
+        assert {(x.src, x.dst): x.size_bytes for x in flows} == {(s, t): int(m[s][t]) for s in range(4)
+                                                                for t in range(4) if s != t and m[s][t] > 0}
+    with pytest.raises(workloads.WorkloadError, match="5 x 5"):
+        workloads.make_spec(WorkloadSpec("moe", 0, matrix=str(d / "m.npy")), 5, 1)
 
 
 def test_incast() -> None:
@@ -59,10 +113,11 @@ def test_incast() -> None:
     assert all(f.src != f.dst for f in flows)
 
 
-@pytest.mark.parametrize("name,kw", [("allreduce", {}), ("incast", {"fan_in": 16}), ("incast", {"fan_in": 0})])
-def test_bad_workloads(name: str, kw: dict[str, int]) -> None:
+@pytest.mark.parametrize("name,kw", [("allreduce", {}), ("incast", {"fan_in": 16}), ("incast", {"fan_in": 0}),
+                                     ("ring", {"gpus_per_server": 16}), ("moe", {"hot_factor": 0.5})])
+def test_bad_workloads(name: str, kw: dict[str, float]) -> None:
     with pytest.raises(workloads.WorkloadError):
-        workloads.make(name, 16, 1000, 1, **kw)
+        workloads.make_spec(WorkloadSpec(name, 1000, **kw), 16, 4)  # type: ignore[arg-type]
 
 
 def test_packet_layout_matches_paper_overhead() -> None:

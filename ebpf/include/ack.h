@@ -1,0 +1,84 @@
+/* ack.h: receiver-side ACKs, made in the kernel from the data packet itself.
+ *
+ * Contract: ack_reflect() turns a RoCEv2 data packet that reached its
+ * destination host into a 62-byte RC Acknowledge (Ethernet, IPv4, UDP:4791,
+ * BTH opcode 0x11 with the same destination QP and PSN, AETH, ICRC-sized
+ * trailer) addressed back to the sender, and returns the ifindex to send it
+ * out of (the host's own NIC), or 0 if the packet could not be rewritten.
+ * The ACK travels back through the fabric as a small packet, so Ofan and
+ * pOfan use their small-class pointers for it.
+ */
+#pragma once
+#include "parse.h"
+
+#define OPCODE_RC_ACK 0x11
+#define ACK_FRAME_BYTES 62  /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 AETH + 4 ICRC */
+
+struct tb_aeth {
+    __u32 syndrome_msn;  /* syndrome(8) | MSN(24), network order */
+};
+
+static __always_inline __u16 ack_ip_csum(struct tb_ipv4 *ip)
+{
+    __u16 *w = (__u16 *)ip;
+    __u32 sum = 0;
+#pragma unroll
+    for (int i = 0; i < 10; i++)
+        sum += w[i];
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    sum = (sum & 0xFFFF) + (sum >> 16);
+    return ~sum;
+}
+
+static __always_inline __u32 ack_reflect(struct __sk_buff *skb)
+{
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
+    struct tb_eth *eth = parse_eth(data, end);
+    struct tb_ipv4 *ip = eth ? parse_ipv4(eth, end) : NULL;
+    struct tb_udp *udp = ip ? parse_udp(ip, end) : NULL;
+    struct tb_bth *b = udp ? parse_bth(udp, end) : NULL;
+    if (!b)
+        return 0;
+    __u8 mac_a[ETH_ALEN], mac_b[ETH_ALEN];
+    __builtin_memcpy(mac_a, eth->src, ETH_ALEN);
+    __builtin_memcpy(mac_b, eth->dst, ETH_ALEN);
+    __u32 saddr = ip->saddr, daddr = ip->daddr;
+    __u16 sport = udp->source;
+    __u32 dqpn = b->dqpn, apsn = b->apsn;
+
+    if (bpf_skb_change_tail(skb, ACK_FRAME_BYTES, 0))
+        return 0;
+    data = (void *)(long)skb->data;
+    end = (void *)(long)skb->data_end;
+    eth = data;
+    ip = (void *)(eth + 1);
+    udp = (void *)(ip + 1);
+    b = (void *)(udp + 1);
+    struct tb_aeth *aeth = (void *)(b + 1);
+    __u32 *icrc = (void *)(aeth + 1);
+    if ((void *)(icrc + 1) > end)
+        return 0;
+    __builtin_memcpy(eth->dst, mac_a, ETH_ALEN);
+    __builtin_memcpy(eth->src, mac_b, ETH_ALEN);
+    ip->tot_len = TB_BE16(ACK_FRAME_BYTES - 14);
+    ip->id = 0;
+    ip->frag_off = TB_BE16(0x4000); /* DF */
+    ip->ttl = 64;
+    ip->saddr = daddr;
+    ip->daddr = saddr;
+    ip->check = 0;
+    ip->check = ack_ip_csum(ip);
+    udp->source = sport;
+    udp->dest = TB_BE16(ROCE_UDP_PORT);
+    udp->len = TB_BE16(ACK_FRAME_BYTES - 34);
+    udp->check = 0;
+    b->opcode = OPCODE_RC_ACK;
+    b->flags = 0;
+    b->pkey = 0xFFFF;
+    b->dqpn = dqpn;
+    b->apsn = apsn & TB_BE32(0x00FFFFFF);
+    aeth->syndrome_msn = apsn & TB_BE32(0x00FFFFFF); /* syndrome 0: ACK; MSN = PSN */
+    *icrc = 0;
+    return skb->ifindex;
+}

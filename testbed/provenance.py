@@ -1,0 +1,45 @@
+"""Where a result came from: kernel, packages, project commit."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+PACKAGES = ("pyroute2", "pandas", "pyarrow", "scipy", "rich", "scapy", "matplotlib")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _git(*args: str) -> str:
+    try:
+        r = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=5, check=False)
+    except OSError:
+        return ""
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def describe() -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    try:
+        import bcc
+
+        versions["bcc"] = getattr(bcc, "__version__", "unknown")
+    except ImportError:
+        versions["bcc"] = None
+    commit = _git("rev-parse", "HEAD")
+    return {
+        "kernel_release": platform.release(),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "packages": versions,
+        "project_commit": commit or "unknown",
+        "project_dirty": bool(_git("status", "--porcelain", "--untracked-files=no")) if commit else None,
+    }

@@ -87,6 +87,8 @@ class Result:
     flows: int
     acks: bool
     cct_s: float
+    cct_start_ns: int  # first packet leaving a sender (CLOCK_MONOTONIC)
+    cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination
     cct_lower_bound_s: float
     cct_increase: float
     packets_sent: int
@@ -270,7 +272,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     result = Result(
         scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
         load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, seed=p.seed, flows=len(flows), acks=p.acks,
-        cct_s=cct_s, cct_lower_bound_s=bound, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
+        cct_s=cct_s, cct_start_ns=t_first, cct_end_ns=t_last, cct_lower_bound_s=bound, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
         drops=sum(drops.values()), drops_detail=drops, queues=collector.stage_queues(queues), overload=overload,
         utilisation=collector.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),

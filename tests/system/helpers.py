@@ -23,6 +23,6 @@ def leftovers(prefix: str) -> list[str]:
     return out
 
 
-def cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: float = 300, cwd: object = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, cwd=cwd, check=False)

@@ -1,0 +1,216 @@
+"""Traffic and measurement on the real kernel: every collective, RoCEv2
+framing on the wire, ACKs, result files, time series, fidelity verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from testbed import netns, results
+from testbed.experiment import RunParams, run
+from testbed.fabric import Fabric, FabricSpec
+from testbed.schemes import Scheme
+
+from .helpers import cli, leftovers
+
+pytestmark = pytest.mark.root
+
+KB = 1024
+ETH_P_ALL = 0x0003
+
+
+@pytest.fixture(scope="module")
+def fab() -> Iterator[Fabric]:
+    with Fabric(FabricSpec(k=4, prefix="tt")) as f:
+        yield f
+
+
+WORKLOADS = [("permutation", {}), ("permutation", {"inter_pod": True}), ("all-to-all", {}), ("ring", {}),
+             ("fsdp", {"gpus_per_server": 2}), ("stride", {}), ("moe", {"hot_factor": 2.0}),
+             ("moe", {"hot_factor": 2.0, "eplb_replicas": 2}), ("incast", {"fan_in": 3})]
+
+
+@pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])
+@pytest.mark.parametrize("workload,extra", WORKLOADS, ids=[f"{w}-{'-'.join(map(str, e.values()))}"
+                                                           for w, e in WORKLOADS])
+def test_every_workload_delivers_and_respects_its_bound(fab: Fabric, workload: str, extra: dict[str, Any],
+                                                         scheme: Scheme) -> None:
+    size = 16 * KB if workload in ("all-to-all", "moe") else 128 * KB
+    r = run(fab, RunParams(workload, size, 0.9, scheme, seed=3, **extra)).to_json()
+    assert r["packets_sent"] > 0
+    assert r["packets_received"] == r["packets_sent"], r["drops_detail"]
+    assert r["drops"] == 0, r["drops_detail"]
+    assert r["cct_s"] >= r["cct_lower_bound_s"] > 0
+    if extra.get("inter_pod"):
+        assert all(f["src"][1] != f["dst"][1] for f in r["flow_stats"])  # h{pod}_...
+
+
+def test_all_to_all_ofan_queues_no_larger_than_ecmp(fab: Fabric) -> None:
+    maxima = {}
+    for scheme in (Scheme.ECMP, Scheme.OFAN):
+        r = run(fab, RunParams("all-to-all", 64 * KB, 1.0, scheme, seed=1)).to_json()
+        assert r["drops"] == 0 and r["packets_received"] == r["packets_sent"] == 240 * 16
+        maxima[scheme.label] = max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg",
+                                                                        "agg_edge", "edge_host"))
+    print(f"all-to-all 64KB/flow, load 1.0: max switch queue ecmp {maxima['ecmp']}, ofan {maxima['ofan']}")
+    assert maxima["ofan"] <= maxima["ecmp"]
+
+
+def _capture(ns: str, ifname: str) -> socket.socket:
+    with netns.entered(ns):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        s.bind((ifname, 0))
+    s.setblocking(False)
+    return s
+
+
+def _drain(s: socket.socket) -> list[tuple[bytes, int]]:
+    out = []
+    while True:
+        try:
+            data, addr = s.recvfrom(65536)
+        except BlockingIOError:
+            return out
+        out.append((data, addr[2]))  # pkttype: 4 = outgoing
+
+
+def test_packets_decode_as_rocev2_with_consecutive_psns(fab: Fabric) -> None:
+    from scapy.contrib.roce import AETH, BTH
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+
+    tree = fab.tree
+    host = tree.hosts[0]
+    port = tree.host_port(host.name)
+    cap = _capture(tree.ns(host.name), port.ifname)
+    try:
+        r = run(fab, RunParams("all-to-all", 12 * KB, 1.0, Scheme.OFAN, seed=2, acks=True)).to_json()
+        time.sleep(0.05)
+        frames = _drain(cap)
+    finally:
+        cap.close()
+    assert r["packets_received"] == r["packets_sent"] and r["acks_received"] == r["packets_sent"]
+    psns: dict[int, list[int]] = defaultdict(list)
+    acks_out = 0
+    for data, pkttype in frames:
+        pkt = Ether(data)
+        if UDP not in pkt or pkt[UDP].dport != 4791:
+            continue
+        assert BTH in pkt, pkt.summary()
+        bth = pkt[BTH]
+        assert pkt[IP].len == len(data) - 14 and pkt[UDP].len == len(data) - 34
+        if pkttype == socket.PACKET_OUTGOING and bth.opcode == 0x04:  # our data packets, leaving the NIC
+            assert pkt[IP].src == str(tree.host_ip(host))
+            assert len(data) == 14 + 20 + 8 + 12 + 4096 + 4 or len(data) < 4154
+            psns[bth.dqpn].append(bth.psn)
+        elif bth.opcode == 0x11:  # ACKs
+            assert AETH in pkt and len(data) == 62
+            assert pkt[IP].chksum == IP(bytes(pkt[IP])).chksum  # a valid header checksum
+            if pkttype == socket.PACKET_OUTGOING:
+                acks_out += 1
+    mine = [f for f in r["flow_stats"] if f["src"] == host.name]
+    assert len(psns) == len(mine) == 15
+    for fid, seq in psns.items():
+        assert seq == list(range(len(seq))), (fid, seq)
+        assert len(seq) == 3  # 12 KB in 4 KB packets
+    assert acks_out == sum(f["received"] for f in r["flow_stats"] if f["dst"] == host.name)
+
+
+def test_acks_end_the_cct_and_use_the_small_class(fab: Fabric) -> None:
+    r = run(fab, RunParams("permutation", 256 * KB, 1.0, Scheme.OFAN, seed=4, acks=True)).to_json()
+    assert r["acks"] and r["acks_received"] == r["packets_sent"] == r["packets_received"] == 16 * 64
+    assert r["drops"] == 0
+    last_ack = max(f["last_ack_ns"] for f in r["flow_stats"])
+    last_data = max(f["last_rx_ns"] for f in r["flow_stats"])
+    assert last_ack > last_data
+    assert r["cct_end_ns"] == last_ack
+    assert r["cct_s"] == pytest.approx((r["cct_end_ns"] - r["cct_start_ns"]) / 1e9)
+    assert r["cct_s"] >= r["cct_lower_bound_s"]
+    for name, s in r["switches"].items():
+        pp = s["pointer_pkts"]
+        if name.startswith("e"):
+            # every data packet sent up is answered by one ACK sent up the same way
+            assert pp["small"] == pp["data"] > 0, (name, pp)
+    no_acks = run(fab, RunParams("permutation", 256 * KB, 1.0, Scheme.OFAN, seed=4)).to_json()
+    assert no_acks["acks_received"] == 0
+    assert all(s["pointer_pkts"]["small"] == 0 for s in no_acks["switches"].values())
+    assert r["cct_s"] > no_acks["cct_s"] * 0.999
+
+
+def test_result_directory_and_time_series(fab: Fabric, tmp_path: Path) -> None:
+    out = tmp_path / "perm4mb"
+    r = run(fab, RunParams("permutation", 4 * 1024 * KB, 1.0, Scheme.ECMP, seed=1), out_dir=out).to_json()
+    res = results.load(out)
+    m = res.manifest
+    assert m["complete"] and m["status"] == "complete"
+    assert m["params"]["seed"] == 1 and m["params"]["workload"] == "permutation"
+    assert m["provenance"]["kernel_release"] == os.uname().release
+    assert m["provenance"]["packages"]["pandas"]
+    assert set(m["switch_schemes"].values()) == {"ecmp"}
+    assert m["fidelity"]["valid"] == r["fidelity"]["valid"]
+    assert len(res.flows) == 16 and (res.flows["received"] == res.flows["sent"]).all()
+    assert len(res.ports) == fab.tree.n_ports
+    assert set(res.stages["stage"]) == {"host_edge", "edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host"}
+    ts = res.timeseries
+    span = ts["t_s"].max() - ts["t_s"].min()
+    samples = ts["t_s"].nunique()
+    assert samples / span >= 200, (samples, span)
+    worst = res.ports.sort_values("max_pkts").iloc[-1]
+    series = ts[ts["port"] == worst["port"]]["pkts"]
+    assert worst["max_pkts"] >= 100  # ECMP collides at k=4
+    assert series.max() >= 0.95 * worst["max_pkts"]  # the series sees the peak the kernel recorded
+    assert series.iloc[-1] == 0
+    png = tmp_path / "q.png"
+    p = cli("plot", "queues", str(out), "--output", str(png))
+    assert p.returncode == 0, p.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
+
+
+def test_interrupted_run_leaves_an_incomplete_manifest(tmp_path: Path) -> None:
+    p, out = "ti", tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size",
+                             "8MB", "--out", str(out), "--prefix", p], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not (out / "manifest.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        m = json.loads((out / "manifest.json").read_text())
+        assert m["complete"] is False and m["status"] == "interrupted"
+        assert not (out / "flows.parquet").exists()
+        with pytest.raises(results.ResultsError, match="incomplete"):
+            results.load(out)
+        assert leftovers(p) == []
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        cli("clean", "--prefix", p)
+
+
+def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> None:
+    r = cli("run", "--workload", "permutation", "--size", "1MB", "--rate", "400mbit", "--json", "--out",
+            str(tmp_path / "over"), "--prefix", "to")
+    assert r.returncode == 0, r.stderr
+    over = json.loads(r.stdout)
+    assert over["fidelity"]["valid"] is False and over["fidelity"]["reasons"]
+    assert "INVALID" in r.stderr
+    assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
+    d = cli("demo", "--prefix", "to", cwd=tmp_path)
+    assert d.returncode == 0, d.stderr
+    assert "INVALID" not in d.stdout + d.stderr and "valid" in d.stdout

@@ -22,18 +22,20 @@ def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
     row("CCT (ms)", lambda r: f"{r['cct_s'] * 1e3:.2f}")
     row("lower bound (ms)", lambda r: f"{r['cct_lower_bound_s'] * 1e3:.2f}")
     row("CCT increase", lambda r: f"{100 * r['cct_increase']:.2f} %")
+    short = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E",
+             "edge_host": "E->H"}
     for st in Stage:
-        row(f"{st.label} queue avg / max (pkts)",
+        row(f"queue {short[st.label]} avg / max (pkts)",
             lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
-    row("worst link overload E->A / A->C / C->A / A->E",
-        lambda r: " / ".join(f"{100 * r['overload'][s]:.0f}%" for s in ("edge_agg", "agg_core", "core_agg",
-                                                                          "agg_edge")))
-    row("utilisation (receivers)", lambda r: f"{100 * r['utilisation']:.1f} %")
+    row("overload E->A/A->C/C->A/A->E (%)",
+        lambda r: "/".join(f"{100 * r['overload'][s]:.0f}" for s in ("edge_agg", "agg_core", "core_agg",
+                                                                       "agg_edge")))
+    row("utilisation", lambda r: f"{100 * r['utilisation']:.1f} %")
     row("packets sent / received", lambda r: f"{r['packets_sent']} / {r['packets_received']}")
     if any(r.get("acks") for r in results):
         row("ACKs received", lambda r: str(r["acks_received"]))
     row("drops", lambda r: str(r["drops"]))
-    row("max host pacing error", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
+    row("host pacing error (max)", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
     row("fidelity", lambda r: "valid" if r["fidelity"]["valid"] else "[bold red]INVALID[/]")
     return t
 

@@ -164,26 +164,20 @@ int host_ingress(struct __sk_buff *skb)
     if (pi)
         queue_sub(pi->peer_ifindex, skb->len, now);
 
-    void *data = (void *)(long)skb->data;
-    void *end = (void *)(long)skb->data_end;
-    struct tb_eth *eth = parse_eth(data, end);
-    struct tb_ipv4 *ip = eth ? parse_ipv4(eth, end) : NULL;
-    struct tb_udp *udp = ip ? parse_udp(ip, end) : NULL;
-    struct tb_bth *b = udp ? parse_bth(udp, end) : NULL;
+    struct tb_eth *eth;
+    struct tb_ipv4 *ip;
+    struct tb_udp *udp;
+    struct tb_bth *b = parse_roce((void *)(long)skb->data, (void *)(long)skb->data_end, &eth, &ip, &udp);
     if (!b)
         return TC_ACT_OK;
 
     __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
     skb->cb[0] = flow;
     if (b->opcode == OPCODE_RC_ACK) {
-        struct ack_rx *a = ack_rx.lookup(&flow);
-        if (!a) {
-            struct ack_rx zero = {};
-            ack_rx.insert(&flow, &zero);
-            a = ack_rx.lookup(&flow);
-            if (!a)
-                return TC_ACT_STOLEN;
-        }
+        struct ack_rx zero_ack = {};
+        struct ack_rx *a = ack_rx.lookup_or_try_init(&flow, &zero_ack);
+        if (!a)
+            return TC_ACT_STOLEN;
         __sync_fetch_and_add(&a->acks, 1);
         queue_set_once(&a->first_ns, now);
         a->last_ns = now;
@@ -191,14 +185,10 @@ int host_ingress(struct __sk_buff *skb)
     }
 
     __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
-    struct flow_rx *f = flow_rx.lookup(&flow);
-    if (!f) {
-        struct flow_rx zero = {};
-        flow_rx.insert(&flow, &zero);
-        f = flow_rx.lookup(&flow);
-        if (!f)
-            return TC_ACT_STOLEN;
-    }
+    struct flow_rx zero_flow = {};
+    struct flow_rx *f = flow_rx.lookup_or_try_init(&flow, &zero_flow);
+    if (!f)
+        return TC_ACT_STOLEN;
     __sync_fetch_and_add(&f->pkts, 1);
     __sync_fetch_and_add(&f->bytes, skb->len);
     queue_set_once(&f->first_ns, now);

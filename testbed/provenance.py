@@ -22,7 +22,7 @@ def _git(*args: str) -> str:
 
 
 def describe() -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

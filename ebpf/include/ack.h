@@ -34,10 +34,10 @@ static __always_inline __u32 ack_reflect(struct __sk_buff *skb)
 {
     void *data = (void *)(long)skb->data;
     void *end = (void *)(long)skb->data_end;
-    struct tb_eth *eth = parse_eth(data, end);
-    struct tb_ipv4 *ip = eth ? parse_ipv4(eth, end) : NULL;
-    struct tb_udp *udp = ip ? parse_udp(ip, end) : NULL;
-    struct tb_bth *b = udp ? parse_bth(udp, end) : NULL;
+    struct tb_eth *eth;
+    struct tb_ipv4 *ip;
+    struct tb_udp *udp;
+    struct tb_bth *b = parse_roce(data, end, &eth, &ip, &udp);
     if (!b)
         return 0;
     __u8 mac_a[ETH_ALEN], mac_b[ETH_ALEN];

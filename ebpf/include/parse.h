@@ -95,3 +95,14 @@ static __always_inline struct tb_bth *parse_bth(struct tb_udp *udp, void *end)
         return NULL;
     return b;
 }
+
+/* The BTH of a RoCEv2 packet starting at `data`, or NULL; also returns the
+ * Ethernet, IPv4 and UDP headers it lies under. */
+static __always_inline struct tb_bth *parse_roce(void *data, void *end, struct tb_eth **eth,
+                                                 struct tb_ipv4 **ip, struct tb_udp **udp)
+{
+    *eth = parse_eth(data, end);
+    *ip = *eth ? parse_ipv4(*eth, end) : NULL;
+    *udp = *ip ? parse_udp(*ip, end) : NULL;
+    return *udp ? parse_bth(*udp, end) : NULL;
+}

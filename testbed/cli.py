@@ -144,6 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--eplb", type=_positive_int, default=1, help="moe: spread the hot receiver over R replicas")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     run.add_argument("--payload", type=_size, default=4096, help="payload bytes per packet (default 4096)")
+    run.add_argument("--retries", type=int, default=0,
+                     help="re-run an invalid run (fidelity out of tolerance) up to N times, same seed (default 0)")
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
     run.add_argument("--out", type=Path, default=None,
                      help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
@@ -180,6 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--load", type=_load, default=1.0)
     demo.add_argument("--rate", type=_rate, default=DEFAULT_RATE_BPS, help=rate_help)
     demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
     common(demo)
     return p
 
@@ -274,6 +277,9 @@ def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
 
     for r in results:
         f = r["fidelity"]
+        if r.get("discarded_attempts"):
+            Console(stderr=True).print(f"[yellow]note:[/] the {r['scheme']} run was repeated "
+                                       f"{len(r['discarded_attempts'])} time(s): earlier attempts were invalid")
         if not f["valid"]:
             Console(stderr=True).print(f"[bold red]warning:[/] the {r['scheme']} run is INVALID: "
                                        + "; ".join(f["reasons"]))
@@ -298,8 +304,10 @@ def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .experiment import run
+    from .experiment import run_valid
 
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
     st = state.load(a.prefix)
     scheme = a.scheme if a.scheme is not None or st is not None else Scheme.ECMP
     k = st.k if st is not None else (a.k or 4)
@@ -317,12 +325,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     _need_root()
     if st is not None:
         with Fabric.attach(a.prefix) as fab:
-            result = run(fab, params, out).to_json()
+            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     else:
         spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
                           seed=a.seed, pipe_size=a.pipe_size)
         with Fabric(spec) as fab:
-            result = run(fab, params, out).to_json()
+            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     _print_result(a, result)
     return 0
 
@@ -389,7 +397,7 @@ def cmd_ping(a: argparse.Namespace) -> int:
 
 
 def cmd_demo(a: argparse.Namespace) -> int:
-    from .experiment import run
+    from .experiment import run_valid
     from .report import compare_table
 
     spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed)
@@ -402,7 +410,8 @@ def cmd_demo(a: argparse.Namespace) -> int:
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for scheme in (Scheme.ECMP, Scheme.OFAN):
             out = Path("results") / f"{stamp}-demo-{scheme.label}"
-            results.append(run(fab, RunParams("permutation", a.size, a.load, scheme, a.seed), out).to_json())
+            results.append(run_valid(fab, RunParams("permutation", a.size, a.load, scheme, a.seed), out,
+                                     attempts=max(0, a.retries) + 1).to_json())
     con.print(compare_table(results, title=f"random permutation, {a.size} B per host, load {a.load}, k={a.k}"))
     con.print(f"fabric torn down; results in {', '.join(r['out_dir'] for r in results)}")
     _warn_if_invalid(results)

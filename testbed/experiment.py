@@ -10,6 +10,8 @@ packet (and ACK) is delivered or the fabric is drained, and returns a
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
@@ -104,6 +106,7 @@ class Result:
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)
     flow_stats: list[dict[str, Any]] = field(default_factory=list)
     out_dir: str | None = None
+    discarded_attempts: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -147,7 +150,8 @@ def _class_counts(tree: FatTree, before: list[int], after: list[int], sw_level: 
     return {"data": data, "small": small}
 
 
-def run(fab: Fabric, p: RunParams, out_dir: Path | None = None) -> Result:
+def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
+        discarded: list[dict[str, Any]] | None = None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     pk = Packetizer(p.payload)
@@ -189,7 +193,7 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None) -> Result:
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:
-        return _measure(fab, p, flows, pk, host_rate, bound, configs, scheme_label, run_dir)
+        return _measure(fab, p, flows, pk, host_rate, bound, configs, scheme_label, run_dir, list(discarded or []))
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -200,8 +204,36 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None) -> Result:
         raise
 
 
+def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: int = 1) -> Result:
+    """Run up to `attempts` times (same parameters, same seed) until the
+    fidelity verdict is valid; the last run is returned (and written to
+    `out_dir`), with the verdicts of the discarded ones in
+    `discarded_attempts` and in its manifest."""
+    if attempts < 1:
+        raise RunError(f"attempts must be >= 1, got {attempts}")
+    discarded: list[dict[str, Any]] = []
+    for i in range(attempts):
+        last = i == attempts - 1
+        target = out_dir
+        if out_dir is not None and not last:
+            target = out_dir.parent / f".{out_dir.name}.attempt{i + 1}"
+        r = run(fab, p, target, discarded=discarded)
+        if r.fidelity["valid"] or last:
+            if target is not None and target != out_dir:
+                assert out_dir is not None
+                os.replace(target, out_dir)
+                r.out_dir = str(out_dir)
+            return r
+        discarded.append({"attempt": i + 1, "reasons": r.fidelity["reasons"], "cct_s": r.cct_s,
+                          "cct_increase": r.cct_increase, "cpu_steal": r.fidelity["cpu_steal"]})
+        if target is not None:
+            shutil.rmtree(target, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int, bound: float,
-             configs: dict[str, SchemeConfig], scheme_label: str, run_dir: results.RunDir | None) -> Result:
+             configs: dict[str, SchemeConfig], scheme_label: str, run_dir: results.RunDir | None,
+             discarded: list[dict[str, Any]]) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     n_up = tree.n_switches * tree.w
@@ -218,7 +250,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
     finally:
         sampler.stop()
-    cpu_busy = fidelity.CpuTimes.now().busy_since(cpu0)
+    cpu1 = fidelity.CpuTimes.now()
+    cpu_busy, cpu_steal = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0)
 
     ports = collector.read_ports(maps, tree)
     rx = collector.read_flows(maps)
@@ -246,7 +279,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     acks_received = sum(int(a.acks) for a in acks.values() if a)
     pacing = collector.pacing_errors(tree, flows, ports, host_rate, spec.burst)
     service = collector.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
-    verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, sampler.rate_hz)
+    verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, cpu_steal, sampler.rate_hz)
     util = collector.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = collector.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
@@ -277,7 +310,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         drops=sum(drops.values()), drops_detail=drops, queues=collector.stage_queues(queues), overload=overload,
         utilisation=collector.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
         ports=port_rows, fidelity=verdict.to_json(), switches=switches, flow_stats=flow_stats,
-        out_dir=str(run_dir.path) if run_dir is not None else None)
+        out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded)
     if run_dir is not None:
         run_dir.finish(_manifest_summary(result), _tables(tree, result, sampler, t_first))
     return result
@@ -299,7 +332,8 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
 
 
 def _manifest_summary(r: Result) -> dict[str, Any]:
-    return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "switch_uplink_pkts": {
+    return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "discarded_attempts": r.discarded_attempts,
+            "switch_uplink_pkts": {
         n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
         k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "packets_sent", "packets_received",
                                    "acks_received", "drops", "drops_detail", "queues", "overload", "utilisation")}}

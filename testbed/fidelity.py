@@ -9,6 +9,11 @@ A run is valid when the emulation did what it claims:
   belongs to the emulator, not to the network being emulated;
 - the CPUs were not saturated (busy < 95 % over the run).
 
+On a virtual machine the hypervisor can take the CPUs away for milliseconds
+(steal time): timers then fire late and links lose capacity. The verdict
+reports the steal share and names it when it invalidates a run; `attempts`
+in `experiment.run_valid` re-runs such runs with the same seed.
+
 Anything else is reported but does not invalidate a run: drops in a switch
 queue are a result, not an emulation failure.
 """
@@ -21,11 +26,13 @@ from typing import Any
 PACING_TOLERANCE = 0.02
 SERVICE_MIN = 0.97
 CPU_BUSY_MAX = 0.95
+STEAL_NOTE = 0.02  # above this, an invalid run's reasons mention hypervisor steal
 
 
 @dataclass
 class CpuTimes:
     busy: int
+    steal: int
     total: int
 
     @classmethod
@@ -33,11 +40,17 @@ class CpuTimes:
         with open("/proc/stat") as f:
             v = [int(x) for x in f.readline().split()[1:]]
         idle = v[3] + v[4]  # idle + iowait
-        return cls(sum(v) - idle, sum(v))
+        steal = v[7] if len(v) > 7 else 0
+        return cls(sum(v) - idle - steal, steal, sum(v))
 
     def busy_since(self, before: CpuTimes) -> float:
         dt = self.total - before.total
         return (self.busy - before.busy) / dt if dt > 0 else 0.0
+
+    def steal_since(self, before: CpuTimes) -> float:
+        """Share of CPU time a hypervisor gave to someone else."""
+        dt = self.total - before.total
+        return (self.steal - before.steal) / dt if dt > 0 else 0.0
 
 
 @dataclass
@@ -50,6 +63,7 @@ class Verdict:
     saturated_service_min: float
     softnet_drops: int
     cpu_busy: float
+    cpu_steal: float
     sample_rate_hz: float
     pacing_error_by_host: dict[str, float] = field(default_factory=dict)
     saturated_service_by_port: dict[str, float] = field(default_factory=dict)
@@ -59,7 +73,7 @@ class Verdict:
 
 
 def verdict(pacing: dict[str, float], service: dict[str, float], softnet_drops: int, cpu_busy: float,
-            sample_rate_hz: float) -> Verdict:
+            cpu_steal: float, sample_rate_hz: float) -> Verdict:
     reasons = []
     worst_pacing = max((abs(v) for v in pacing.values()), default=0.0)
     if worst_pacing > PACING_TOLERANCE:
@@ -75,9 +89,12 @@ def verdict(pacing: dict[str, float], service: dict[str, float], softnet_drops: 
         reasons.append(f"{softnet_drops} packets dropped by the per-CPU backlog (emulator overload)")
     if cpu_busy > CPU_BUSY_MAX:
         reasons.append(f"CPUs {100 * cpu_busy:.0f} % busy (maximum {100 * CPU_BUSY_MAX:.0f} %)")
+    if reasons and cpu_steal > STEAL_NOTE:
+        reasons.append(f"the hypervisor took {100 * cpu_steal:.0f} % of the CPU time (steal): rerun on a quieter "
+                       f"machine or at a lower rate")
     return Verdict(
         valid=not reasons, reasons=reasons, pacing_error_max=worst_pacing,
         pacing_error_mean=sum(pacing.values()) / len(pacing) if pacing else 0.0,
         saturated_links=len(service), saturated_service_min=worst_service, softnet_drops=softnet_drops,
-        cpu_busy=cpu_busy, sample_rate_hz=sample_rate_hz, pacing_error_by_host=pacing,
+        cpu_busy=cpu_busy, cpu_steal=cpu_steal, sample_rate_hz=sample_rate_hz, pacing_error_by_host=pacing,
         saturated_service_by_port=service)

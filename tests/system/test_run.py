@@ -1,4 +1,8 @@
-"""Collectives on the real kernel: delivery, CCT against its bound, queues."""
+"""Collectives on the real kernel: delivery, CCT against its bound, queues.
+
+Claims about timing (CCT near its bound, the w+1 queue bound, pacing) are
+checked on runs whose fidelity verdict is valid: `run_valid` repeats a run
+(same seed) that a noisy machine invalidated, at most ATTEMPTS times."""
 
 from __future__ import annotations
 
@@ -8,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from testbed.experiment import RunParams, run
+from testbed.experiment import RunParams, run, run_valid
 from testbed.fabric import Fabric, FabricSpec
 from testbed.schemes import Scheme
 
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
+ATTEMPTS = 6
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +31,9 @@ def fab() -> Iterator[Fabric]:
 @pytest.fixture(scope="module")
 def perm_runs(fab: Fabric) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {}
-    for scheme in (Scheme.ECMP, Scheme.OFAN):
-        out[scheme.label] = [run(fab, RunParams("permutation", MB, 1.0, scheme, seed)).to_json() for seed in (1, 2, 3)]
+    out["ecmp"] = [run(fab, RunParams("permutation", MB, 1.0, Scheme.ECMP, seed)).to_json() for seed in (1, 2, 3)]
+    out["ofan"] = [run_valid(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed), attempts=ATTEMPTS).to_json()
+                   for seed in (1, 2, 3)]
     return out
 
 
@@ -42,8 +48,11 @@ def test_permutation_delivers_every_packet(perm_runs: dict[str, list[dict[str, A
 
 
 def test_ofan_cct_within_a_few_percent_of_the_bound(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
+    assert all(r["fidelity"]["valid"] for r in perm_runs["ofan"]), [r["fidelity"]["reasons"] for r in perm_runs["ofan"]]
     incs = [r["cct_increase"] for r in perm_runs["ofan"]]
-    assert statistics.median(incs) < 0.05, incs
+    print(f"ofan 1MB permutation CCT increase over the bound: {incs}")
+    assert statistics.median(incs) < 0.03, incs
+    assert max(incs) < 0.05, incs
 
 
 def test_ofan_edge_uplink_queue_never_exceeds_w_plus_1(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
@@ -51,6 +60,7 @@ def test_ofan_edge_uplink_queue_never_exceeds_w_plus_1(perm_runs: dict[str, list
     for r in perm_runs["ofan"]:
         edge_up = [p["max_pkts"] for p in r["ports"] if p["stage"] == "edge_agg"]
         assert len(edge_up) == 16
+        print(f"ofan edge->agg queue maxima: {sorted(edge_up)} (bound w+1 = {w + 1})")
         assert max(edge_up) <= w + 1, edge_up
 
 
@@ -73,7 +83,7 @@ def test_ofan_splits_each_switch_evenly(perm_runs: dict[str, list[dict[str, Any]
 
 @pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])
 def test_incast_queue_grows_and_senders_keep_their_rate(fab: Fabric, scheme: Scheme) -> None:
-    r = run(fab, RunParams("incast", 2 * MB, 1.0, scheme, seed=5, fan_in=2)).to_json()
+    r = run_valid(fab, RunParams("incast", 2 * MB, 1.0, scheme, seed=5, fan_in=2), attempts=ATTEMPTS).to_json()
     per_flow = 2 * MB // 4096
     assert r["packets_received"] == r["packets_sent"] == 2 * per_flow
     assert r["drops"] == 0

@@ -211,6 +211,6 @@ def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> N
     assert over["fidelity"]["valid"] is False and over["fidelity"]["reasons"]
     assert "INVALID" in r.stderr
     assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
-    d = cli("demo", "--prefix", "to", cwd=tmp_path)
+    d = cli("demo", "--prefix", "to", "--retries", "5", cwd=tmp_path)
     assert d.returncode == 0, d.stderr
     assert "INVALID" not in d.stdout + d.stderr and "valid" in d.stdout

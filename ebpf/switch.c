@@ -19,6 +19,7 @@
 #include "parse.h"
 #include "queue.h"
 #include "lb_draw.h"
+#include "lb_mask.h"
 #include "lb_ecmp.h"
 #include "lb_simple.h"
 #include "lb_queue.h"
@@ -33,37 +34,53 @@ static __always_inline __u32 slot_ifindex(void *map_lookup_result)
     return p ? *p : 0;
 }
 
+#define NO_UPLINK 0xFFFFFFFF
+
 /* Uplink slot for a packet going up at switch sw (destination key d of n_keys),
- * arriving on the switch's port number `local`. */
+ * arriving on the switch's port number `local`; NO_UPLINK if no uplink still
+ * leads to the destination. */
 static __always_inline __u32 pick_uplink(struct __sk_buff *skb, __u32 sw, struct switch_cfg *cfg, __u32 local,
                                          __u32 d, __u32 n_keys, struct tb_ipv4 *ip, void *end)
 {
+    __u32 mask = lb_mask_get(sw, d);
+    if (!mask)
+        return NO_UPLINK;
     __u32 cls = skb->len < SMALL_MAX_BYTES ? CLASS_SMALL : CLASS_DATA;
     switch (cfg->scheme) {
     case SCHEME_OFAN:
-        return lb_ofan_pick(sw, 0, d, n_keys, cls);
+        return lb_ofan_pick(sw, 0, d, n_keys, cls, mask);
     case SCHEME_POFAN:
         if (cfg->pipe_size == PIPES_PER_CPU)
-            return lb_ofan_pick_percpu(sw, d, n_keys, cls);
-        return lb_ofan_pick(sw, (local / cfg->pipe_size) % K, d, n_keys, cls);
+            return lb_ofan_pick_percpu(sw, d, n_keys, cls, mask);
+        return lb_ofan_pick(sw, (local / cfg->pipe_size) % K, d, n_keys, cls, mask);
     case SCHEME_RPS:
-        return lb_rps_pick(lb_draw(skb, 0));
+        return lb_rps_pick(mask, lb_draw(skb, 0));
     case SCHEME_RR:
-        return lb_rr_pick(sw);
+        return lb_rr_pick(sw, mask);
     case SCHEME_JSQ:
-        return lb_jsq_pick(sw, lb_draw(skb, 0));
+        return lb_jsq_pick(sw, mask, lb_draw(skb, 0));
     case SCHEME_AR:
-        return lb_ar_pick(sw, lb_draw(skb, 0));
+        return lb_ar_pick(sw, mask, lb_draw(skb, 0));
     case SCHEME_DRILL:
-        return lb_drill_pick(sw, lb_draw(skb, 0), lb_draw(skb, 1));
+        return lb_drill_pick(sw, mask, lb_draw(skb, 0), lb_draw(skb, 1));
     default: {
         __u32 ports = 0;
         __u32 *l4 = (void *)(ip + 1);
         if ((ip->protocol == IPPROTO_UDP || ip->protocol == IPPROTO_TCP) && (void *)(l4 + 1) <= end)
             ports = *l4;
-        return lb_ecmp_pick(cfg->seed, ip->saddr, ip->daddr, ports, ip->protocol);
+        return lb_ecmp_pick(cfg->seed, ip->saddr, ip->daddr, ports, ip->protocol, mask);
     }
     }
+}
+
+/* Drop a packet this switch cannot deliver (destination cut off by failures). */
+static __always_inline int drop_unreachable(__u32 sw)
+{
+    __u64 *c = sw_drops.lookup(&sw);
+    if (c)
+        __sync_fetch_and_add(c, 1);
+    maps_count(CNT_UNREACHABLE);
+    return TC_ACT_SHOT;
 }
 
 int switch_ingress(struct __sk_buff *skb)
@@ -94,14 +111,14 @@ int switch_ingress(struct __sk_buff *skb)
         return TC_ACT_SHOT;
     }
 
-    __u32 out = 0, key, up = 0;
+    __u32 out = 0, key, up = 0, slot = 0;
     if (cfg->level == LEVEL_EDGE) {
         if (dst->edge_global == cfg->edge_global) {
             key = sw * K + dst->slot;
             out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            key = sw * W + pick_uplink(skb, sw, cfg, pi->local, dst->edge_global, N_EDGES, ip, end);
+            slot = pick_uplink(skb, sw, cfg, pi->local, dst->edge_global, N_EDGES, ip, end);
         }
     } else if (cfg->level == LEVEL_AGG) {
         if (dst->pod == cfg->pod) {
@@ -109,19 +126,24 @@ int switch_ingress(struct __sk_buff *skb)
             out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            key = sw * W + pick_uplink(skb, sw, cfg, pi->local, dst->pod, K, ip, end);
+            slot = pick_uplink(skb, sw, cfg, pi->local, dst->pod, K, ip, end);
         }
     } else {
         key = sw * K + dst->pod;
         out = slot_ifindex(downlinks.lookup(&key));
     }
     if (up) {
+        if (slot == NO_UPLINK)
+            return drop_unreachable(sw);
+        key = sw * W + slot;
         out = slot_ifindex(uplinks.lookup(&key));
         __u64 *cnt = uplink_pkts.lookup(&key);
         if (cnt)
             __sync_fetch_and_add(cnt, 1);
     }
-    struct port_info *po = out ? port_info.lookup(&out) : NULL;
+    if (!out)
+        return drop_unreachable(sw); /* downward route withdrawn by the control plane */
+    struct port_info *po = port_info.lookup(&out);
     if (!po) {
         maps_count(CNT_NO_ROUTE);
         return TC_ACT_SHOT;

@@ -77,9 +77,9 @@ class RunCfg(ct.Structure):
     _fields_ = [("acks", u32), ("pad", u32)]
 
 
-CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR = 0, 1, 2, 3, 4
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE = 0, 1, 2, 3, 4, 5
 COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
-                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error"}
+                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable"}
 
 # name => (key type, value type)
 MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
@@ -99,6 +99,8 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "ack_rx": (u32, AckRx),
     "run_cfg": (u32, RunCfg),
     "uplink_pkts": (u32, u64),
+    "uplink_mask": (u32, u32),
+    "sw_drops": (u32, u64),
     "counters": (u32, u64),
 }
 
@@ -119,12 +121,17 @@ class Dims:
         return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges)
 
     @property
+    def n_keys(self) -> int:
+        """Destination keys per switch: edges (edge switches) or pods (aggregation)."""
+        return max(self.n_edges, self.k)
+
+    @property
     def n_ptr(self) -> int:
-        return schemes.N_CLASSES * max(self.n_edges, self.k)
+        return schemes.N_CLASSES * self.n_keys
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
-                f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}",
+                f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
                 f"-DB_BITS={schemes.b_bits(self.w)}"]
 
 
@@ -483,6 +490,19 @@ def program(maps: Maps, tree: FatTree) -> None:
     for i, v in enumerate(schemes.choose_basis(tree.w)):
         maps.ofan_basis.set(i, v)
     set_ar_thresholds(maps, schemes.ar_thresholds())
+    full = (1 << tree.w) - 1
+    set_uplink_masks(maps, tree, {(sw.nid, d): full for sw in lb_switches(tree) for d in range(n_keys(tree, sw.level))})
+
+
+def set_uplink_masks(maps: Maps, tree: FatTree, masks: dict[tuple[int, int], int]) -> None:
+    """Valid-uplink bitmasks by (switch id, destination key), in one batch."""
+    nk = Dims.of(tree).n_keys
+    maps.uplink_mask.set_many([(sw * nk + d, m) for (sw, d), m in masks.items()])
+
+
+def set_downlinks(maps: Maps, tree: FatTree, routes: dict[tuple[int, int], int]) -> None:
+    """Downward routes by (switch id, slot): egress ifindex, or 0 to withdraw the route."""
+    maps.downlinks.set_many([(sw * tree.k + slot, ifx) for (sw, slot), ifx in routes.items()])
 
 
 def set_ar_thresholds(maps: Maps, thresholds: tuple[int, ...]) -> None:

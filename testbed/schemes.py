@@ -158,12 +158,31 @@ def ofan_initial_pointers(n_keys: int, w: int, rng: random.Random) -> list[int]:
 
 
 # -- destination-oblivious schemes --------------------------------------------
-def rps_port(w: int, draw: int) -> int:
-    return draw % w
+def valid_slots(mask: int, w: int) -> list[int]:
+    return [i for i in range(w) if (mask >> i) & 1]
+
+
+def mask_draw(mask: int, w: int, draw: int) -> int:
+    """The (draw mod count)-th valid slot (lb_mask_draw)."""
+    v = valid_slots(mask, w)
+    return v[draw % len(v)]
+
+
+def rps_port(w: int, draw: int, mask: int | None = None) -> int:
+    return mask_draw((1 << w) - 1 if mask is None else mask, w, draw)
 
 
 def rr_port(w: int, ptr: int) -> int:
     return ptr % w
+
+
+def skip_invalid(order: Any, ptr: int, mask: int, w: int) -> tuple[int, int]:
+    """Advance a pointer until its port is valid: (port, pointer advances)."""
+    for t in range(w):
+        port = int(order(ptr + t))
+        if (mask >> port) & 1:
+            return port, t + 1
+    return int(order(ptr + w - 1)), w
 
 
 def pick_min(scores: Sequence[int], draw: int) -> int:
@@ -199,11 +218,17 @@ def ar_port(queue_bytes: Sequence[int], thresholds: Sequence[int], draw: int) ->
     return pick_min([ar_level(q, thresholds) for q in queue_bytes], draw)
 
 
-def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequence[int]) -> int:
-    """DRILL(2, 1): remembered uplink, then two random ones; fewest bytes wins,
-    ties go to the earlier candidate. The winner becomes the new memory."""
+def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequence[int],
+               mask: int | None = None) -> int:
+    """DRILL(2, 1): the remembered uplink (if valid), then two uniformly drawn
+    valid ones; fewest bytes wins, ties go to the earlier candidate. The
+    winner becomes the new memory."""
+    m = (1 << w) - 1 if mask is None else mask
+    s0, s1 = mask_draw(m, w, draw0), mask_draw(m, w, draw1)
     best = memory % w
-    for c in (draw0 % w, draw1 % w):
+    if not (m >> best) & 1:
+        best = s0
+    for c in (s0, s1):
         if queue_bytes[c] < queue_bytes[best]:
             best = c
     return best
@@ -304,21 +329,26 @@ class Decision:
     thresholds: tuple[int, ...]  # AR
     ecmp_seed: int
     five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
+    mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
 
 
-def decide(x: Decision, basis: Sequence[int]) -> int:
-    """Uplink slot the switch must choose."""
+def decide(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    """(uplink slot the switch must choose, how far its pointer advances)."""
     s = x.config.scheme
+    mask = (1 << x.w) - 1 if x.mask == -1 else x.mask
     if s is Scheme.ECMP:
-        return ecmp_port(x.w, x.ecmp_seed, *x.five_tuple)
+        return mask_draw(mask, x.w, ecmp_hash(x.ecmp_seed, *x.five_tuple)), 0
     if s in (Scheme.OFAN, Scheme.POFAN):
-        return ofan_port(x.pointer, pointer_id(x.d, x.n_keys, x.cls), basis)
+        pid = pointer_id(x.d, x.n_keys, x.cls)
+        return skip_invalid(lambda i: ofan_port(i, pid, basis), x.pointer, mask, x.w)
     if s is Scheme.RPS:
-        return rps_port(x.w, x.draws[0])
+        return rps_port(x.w, x.draws[0], mask), 0
     if s is Scheme.RR:
-        return rr_port(x.w, x.pointer)
+        return skip_invalid(lambda i: rr_port(x.w, i), x.pointer, mask, x.w)
+    invalid = 1 << 64
+    qs = [q if (mask >> i) & 1 else invalid for i, q in enumerate(x.queue_bytes)]
     if s is Scheme.JSQ:
-        return jsq_port(x.queue_bytes, x.draws[0])
+        return jsq_port(qs, x.draws[0]), 0
     if s is Scheme.AR:
-        return ar_port(x.queue_bytes, x.thresholds, x.draws[0])
-    return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes)
+        return pick_min([ar_level(q, x.thresholds) if q != invalid else invalid for q in qs], x.draws[0]), 0
+    return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes, mask), 0

@@ -2,7 +2,10 @@
  * and appendix F.2).
  *
  * Contract: lb_ofan_pick() advances the pointer of (destination key d, size
- * class cls) at switch sw and returns an uplink slot in [0, W).
+ * class cls) at switch sw and returns a valid uplink slot (bit set in `mask`,
+ * never 0 here): a pointer value that maps to an invalid uplink is skipped
+ * and the pointer advanced again (paper section 4.1, failures), so each
+ * valid uplink still gets one packet per round.
  * Pointer id = d + n_keys * cls. The pointer value i = old mod W is mapped to
  * a slot by port(i) = (xor_w(P[i], id1) + id2) mod W with id1 = the low
  * B_BITS bits of id, id2 = (id >> B_BITS) mod W and P = ofan_basis.
@@ -34,24 +37,38 @@ static __always_inline __u32 lb_ofan_port(__u64 ptr_value, __u32 id)
     return v;
 }
 
-static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n_keys, __u32 cls)
+static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)
 {
     __u32 id = d + n_keys * cls;
     __u32 slot = (sw * K + pipe) * N_PTR + id;
     __u64 *ptr = ofan_ptr.lookup(&slot);
     if (!ptr)
         return 0;
-    return lb_ofan_port(__sync_fetch_and_add(ptr, 1), id);
+    __u32 port = 0;
+#pragma unroll
+    for (__u32 t = 0; t < W; t++) {
+        port = lb_ofan_port(__sync_fetch_and_add(ptr, 1), id);
+        if ((mask >> port) & 1)
+            break;
+    }
+    return port;
 }
 
-static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys, __u32 cls)
+static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)
 {
     __u32 id = d + n_keys * cls;
     __u32 slot = sw * N_PTR + id;
     __u64 *ptr = ofan_ptr_cpu.lookup(&slot);
     if (!ptr)
         return 0;
-    __u64 old = *ptr;
-    *ptr = old + 1;
-    return lb_ofan_port(old, id);
+    __u32 port = 0;
+#pragma unroll
+    for (__u32 t = 0; t < W; t++) {
+        __u64 old = *ptr;
+        *ptr = old + 1;
+        port = lb_ofan_port(old, id);
+        if ((mask >> port) & 1)
+            break;
+    }
+    return port;
 }

@@ -1,21 +1,25 @@
 /* lb_queue.h: schemes that read the uplinks' queues (exact occupancy, bytes).
  *
- * Contract: each returns an uplink slot in [0, W) of switch sw. Mirrored by
- * testbed.schemes.jsq_port, ar_port and drill_port.
- *   jsq:   the uplink with the fewest queued bytes; among ties, the
+ * Contract: each returns a valid uplink slot (bit set in `mask`, never 0
+ * here) of switch sw. Mirrored by testbed.schemes.jsq_port, ar_port and
+ * drill_port. Invalid uplinks score worst and are never chosen.
+ *   jsq:   the valid uplink with the fewest queued bytes; among ties, the
  *          (draw mod ties)-th tied uplink in slot order (section 3.1).
  *   ar:    quantised adaptive routing (section 3.1, Table 1): a queue of q
  *          bytes is at level = number of thresholds t with q >= t; among the
- *          uplinks at the lowest level, the (draw mod count)-th in slot order.
+ *          valid uplinks at the lowest level, the (draw mod count)-th.
  *   drill: DRILL(d=2, m=1) (Ghorbani et al., SIGCOMM 2017): candidates are the
- *          remembered uplink, then draw0 mod W, then draw1 mod W; the one with
- *          the fewest queued bytes wins (ties: earlier candidate) and is
- *          remembered.
+ *          remembered uplink (if still valid), then two uniformly drawn valid
+ *          uplinks; the one with the fewest queued bytes wins (ties: earlier
+ *          candidate) and is remembered.
  * Concurrency: queue reads are racy snapshots, as in a switch ASIC; DRILL's
  * memory is a plain per-switch store (last writer wins).
  */
 #pragma once
 #include "maps.h"
+#include "lb_mask.h"
+
+#define SCORE_INVALID (~0ULL)
 
 static __always_inline __u64 lb_uplink_bytes(__u32 sw, __u32 slot)
 {
@@ -68,39 +72,40 @@ static __always_inline __u32 lb_pick_min(__u64 *score, __u32 draw)
     return pick;
 }
 
-static __always_inline __u32 lb_jsq_pick(__u32 sw, __u32 draw)
+static __always_inline __u32 lb_jsq_pick(__u32 sw, __u32 mask, __u32 draw)
 {
     __u64 score[W];
 #pragma unroll
     for (__u32 i = 0; i < W; i++)
-        score[i] = lb_uplink_bytes(sw, i);
+        score[i] = (mask >> i) & 1 ? lb_uplink_bytes(sw, i) : SCORE_INVALID;
     return lb_pick_min(score, draw);
 }
 
-static __always_inline __u32 lb_ar_pick(__u32 sw, __u32 draw)
+static __always_inline __u32 lb_ar_pick(__u32 sw, __u32 mask, __u32 draw)
 {
     __u64 score[W];
 #pragma unroll
     for (__u32 i = 0; i < W; i++)
-        score[i] = lb_ar_level(lb_uplink_bytes(sw, i));
+        score[i] = (mask >> i) & 1 ? lb_ar_level(lb_uplink_bytes(sw, i)) : SCORE_INVALID;
     return lb_pick_min(score, draw);
 }
 
-static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 draw0, __u32 draw1)
+static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 mask, __u32 draw0, __u32 draw1)
 {
     __u32 *mem = drill_mem.lookup(&sw);
-    __u32 best = mem ? *mem % W : 0;
+    __u32 s0 = lb_mask_draw(mask, draw0), s1 = lb_mask_draw(mask, draw1);
+    __u32 best = mem ? *mem % W : s0;
+    if (!((mask >> best) & 1))
+        best = s0;
     __u64 best_q = lb_uplink_bytes(sw, best);
-    __u32 c = draw0 % W;
-    __u64 q = lb_uplink_bytes(sw, c);
+    __u64 q = lb_uplink_bytes(sw, s0);
     if (q < best_q) {
-        best = c;
+        best = s0;
         best_q = q;
     }
-    c = draw1 % W;
-    q = lb_uplink_bytes(sw, c);
+    q = lb_uplink_bytes(sw, s1);
     if (q < best_q)
-        best = c;
+        best = s1;
     if (mem)
         *mem = best;
     return best;

@@ -1,26 +1,36 @@
 /* lb_simple.h: destination-oblivious schemes without queue state.
  *
- * Contract: each returns an uplink slot in [0, W). Mirrored by
- * testbed.schemes.rps_port and rr_port.
- *   rps: a uniformly random uplink per packet (the paper's RSQ, equivalent
- *        to host-based RPS; section 3.1).
- *   rr:  Simple RR, one pointer per switch shared by all destinations,
- *        visiting the uplinks in slot order (section 3.1).
+ * Contract: each returns a valid uplink slot (bit set in `mask`, which is
+ * never 0 here). Mirrored by testbed.schemes.rps_port, rr_port, ecmp_port.
+ *   rps:  a uniformly random valid uplink per packet (the paper's RSQ,
+ *         equivalent to host-based RPS; section 3.1).
+ *   rr:   Simple RR, one pointer per switch shared by all destinations,
+ *         visiting the uplinks in slot order and skipping invalid ones (each
+ *         skip advances the pointer, as in Ofan).
+ *   ecmp: hash mod the number of valid uplinks selects among them.
  * Concurrency: the RR pointer is shared by all CPUs; the 64-bit fetch-add
  * gives each packet its own pointer value.
  */
 #pragma once
 #include "maps.h"
+#include "lb_mask.h"
 
-static __always_inline __u32 lb_rps_pick(__u32 draw)
+static __always_inline __u32 lb_rps_pick(__u32 mask, __u32 draw)
 {
-    return draw % W;
+    return lb_mask_draw(mask, draw);
 }
 
-static __always_inline __u32 lb_rr_pick(__u32 sw)
+static __always_inline __u32 lb_rr_pick(__u32 sw, __u32 mask)
 {
     __u64 *ptr = rr_ptr.lookup(&sw);
     if (!ptr)
         return 0;
-    return __sync_fetch_and_add(ptr, 1) % W;
+    __u32 slot = 0;
+#pragma unroll
+    for (__u32 t = 0; t < W; t++) {
+        slot = __sync_fetch_and_add(ptr, 1) % W;
+        if ((mask >> slot) & 1)
+            break;
+    }
+    return slot;
 }

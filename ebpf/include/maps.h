@@ -2,7 +2,8 @@
  *
  * Sizes come from -D flags set by testbed/dataplane.py:
  *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
- *   K (ports of a switch), N_PTR (pointer slots per switch and pipe).
+ *   K (ports of a switch), N_KEYS (destination keys per switch: max of the
+ *   number of edge switches and k), N_PTR (pointer slots per switch and pipe).
  * All maps are pinned by Python after load so other processes can reach them.
  */
 #pragma once
@@ -18,6 +19,10 @@ BPF_ARRAY(switch_cfg, struct switch_cfg, N_SWITCHES);
 BPF_ARRAY(uplinks, __u32, N_SWITCHES * W);
 /* switch id * K + downlink slot => egress ifindex (slot: host, edge or pod index) */
 BPF_ARRAY(downlinks, __u32, N_SWITCHES * K);
+/* switch id * N_KEYS + destination key => bitmask of valid uplink slots */
+BPF_ARRAY(uplink_mask, __u32, N_SWITCHES * N_KEYS);
+/* switch id => packets dropped here because their destination is unreachable */
+BPF_ARRAY(sw_drops, __u64, N_SWITCHES);
 /* IPv4 daddr (network order) => dst_info */
 BPF_HASH(dst_info, __u32, struct dst_info, N_HOSTS);
 /* (switch id * K + pipe) * N_PTR + pointer id => Ofan/pOfan rotation pointer

@@ -121,4 +121,5 @@ struct run_cfg {
 #define CNT_REDIRECT_ERR 2 /* bpf_(clone_)redirect failed */
 #define CNT_BAD_PORT   3   /* ingress port not in port_info */
 #define CNT_ACK_ERR    4   /* a data packet could not be turned into an ACK */
+#define CNT_UNREACHABLE 5  /* destination cut off by failures: dropped at the first switch that knows */
 #define N_COUNTERS     8

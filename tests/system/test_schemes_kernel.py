@@ -84,8 +84,10 @@ def upward_case(tree: FatTree, rng: random.Random) -> tuple[Node, Port, Node, No
 
 
 def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool = True,
-             queues: tuple[int, ...] | None = None, memory: int | None = None) -> tuple[int, int, Decision]:
-    """Set up one random decision; return (kernel slot, model slot, inputs)."""
+             queues: tuple[int, ...] | None = None, memory: int | None = None,
+             mask: int | None = None) -> tuple[int, int, Decision]:
+    """Set up one random decision (a random non-empty set of valid uplinks
+    unless `mask` is given); return (kernel slot, model slot, inputs)."""
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
     cls = rng.choice((schemes.CLASS_DATA, schemes.CLASS_SMALL))
@@ -113,6 +115,9 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
         maps.port_q.set(p.ifindex, PortQ(pkts=q // 4154, bytes=q))
     mem = memory if memory is not None else rng.randrange(tree.w)
     maps.drill_mem.set(sw.nid, mem)
+    full = (1 << tree.w) - 1
+    valid = mask if mask is not None else (full if rng.random() < 0.3 else rng.randrange(1, full + 1))
+    maps.uplink_mask.set(sw.nid * dims.n_keys + d, valid)
     draws = (rng.getrandbits(32), rng.getrandbits(32))
 
     ctx = SkBuff(ingress_ifindex=inport.ifindex)
@@ -126,17 +131,20 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
                  pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
                  thresholds=dataplane.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
-                             struct.pack("!HH", sport, 4791), 17))
-    model_slot = schemes.decide(x, hs.basis)
+                             struct.pack("!HH", sport, 4791), 17), mask=valid)
+    model_slot, steps = schemes.decide(x, hs.basis)
+    assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
-    # state after the decision
+    # state after the decision: pointers advanced once per pointer value tried
     if config.scheme is Scheme.RR:
-        assert int(maps.rr_ptr.get(sw.nid).value) == pointer + 1
+        assert int(maps.rr_ptr.get(sw.nid).value) == pointer + steps
+    if config.scheme is Scheme.OFAN:
+        assert int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
     if config.scheme is Scheme.DRILL:
         assert int(maps.drill_mem.get(sw.nid).value) == kernel_slot
     if config.scheme is Scheme.POFAN and config.pipe_size == PIPES_PER_CPU:
         vals = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + pid)
-        assert sorted(vals) == [pointer] * (len(vals) - 1) + [pointer + 1]
+        assert sorted(vals) == [pointer] * (len(vals) - 1) + [pointer + steps]
     return kernel_slot, model_slot, x
 
 
@@ -162,6 +170,7 @@ def test_ofan_pointer_rotates_through_every_uplink(h: Harness) -> None:
     """w consecutive packets to one destination edge take w different uplinks."""
     tree = h.tree
     rng = random.Random(7)
+    dataplane.program(h.maps, tree)  # every uplink valid again
     dataplane.set_scheme(h.maps, tree, Scheme.OFAN, seed=3)
     sw = tree.by_name["e0_0"]
     src = tree.by_name["h0_0_0"]
@@ -195,7 +204,8 @@ def test_random_choices_are_uniform(h: Harness, scheme: Scheme) -> None:
     counts: Counter[int] = Counter()
     queues = (4154,) * h.tree.w  # all tied, and all at AR level 0
     for _ in range(N_DRAWS):
-        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues)
+        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues,
+                                mask=(1 << h.tree.w) - 1)
         counts[kernel] += 1
     ok, p = chi_square_ok(counts, {i: 1 / h.tree.w for i in range(h.tree.w)}, N_DRAWS)
     assert ok, (counts, p)
@@ -209,7 +219,8 @@ def test_drill_distribution(h: Harness) -> None:
     counts: Counter[int] = Counter()
     queues = (90000,) + (4154,) * (w - 1)
     for _ in range(N_DRAWS):
-        kernel, _, _ = run_case(h, SchemeConfig(Scheme.DRILL), rng, supplied=False, queues=queues, memory=0)
+        kernel, _, _ = run_case(h, SchemeConfig(Scheme.DRILL), rng, supplied=False, queues=queues, memory=0,
+                                mask=(1 << w) - 1)
         counts[kernel] += 1
     probs = {0: 1 / w**2, **{j: 1 / w + 1 / w**2 for j in range(1, w)}}
     ok, p = chi_square_ok(counts, probs, N_DRAWS)

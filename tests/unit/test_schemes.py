@@ -87,3 +87,19 @@ def test_orders_differ_between_concurrent_pointers() -> None:
     assert len(orders) > 1
     assert all(len(o) == 4 for o in orders)
     assert list(itertools.islice(orders, 1))
+
+
+@pytest.mark.parametrize("w", [2, 3, 4, 6])
+def test_ofan_skips_invalid_uplinks_and_keeps_one_packet_per_round(w: int) -> None:
+    basis = schemes.choose_basis(w)
+    for mask in range(1, 1 << w):
+        valid = schemes.valid_slots(mask, w)
+        for pid in range(2 * w):
+            ptr = 5
+            seen = []
+            for _ in range(3 * len(valid)):
+                port, steps = schemes.skip_invalid(lambda i, p=pid: schemes.ofan_port(i, p, basis), ptr, mask, w)
+                seen.append(port)
+                ptr += steps
+            for r in range(3):
+                assert sorted(seen[r * len(valid):(r + 1) * len(valid)]) == valid

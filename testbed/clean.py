@@ -3,7 +3,8 @@
 Works from the names alone, so it also recovers from a tool killed with
 SIGKILL half-way through a build: namespaces `/run/netns/{prefix}-*`, the
 pinned maps in `/sys/fs/bpf/{prefix}-maps`, processes recorded in the state
-file (killed by PID, after checking they are still ours), and the state file.
+file (the sender, the link watcher daemon; killed by PID, after checking they
+are still ours), the state file and its companions (link events, daemon log).
 The veths, qdiscs and filters live only inside those namespaces and go with
 them. Teardown is complete when the switch programs are freed, which happens
 only after every device holding a filter is gone.
@@ -30,11 +31,13 @@ class CleanReport:
 
 
 def _ours(pid: int) -> bool:
+    """A recorded PID still runs one of our programs (not a reused PID)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return b"testbed-sender" in f.read()
+            cmd = f.read()
     except OSError:
         return False
+    return b"testbed-sender" in cmd or (b"testbed" in cmd and b"controld" in cmd)
 
 
 def clean(prefix: str, wait_prog_ids: list[int] | None = None, timeout_s: float = 20.0) -> CleanReport:
@@ -63,4 +66,9 @@ def clean(prefix: str, wait_prog_ids: list[int] | None = None, timeout_s: float 
     rep.wait_s = time.perf_counter() - t0
     rep.leftover_programs = left
     rep.state_file = state.remove(prefix)
+    for extra in state.side_files(prefix):
+        try:
+            os.unlink(extra)
+        except FileNotFoundError:
+            pass
     return rep

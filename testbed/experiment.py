@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from . import collector, dataplane, fabric, fidelity, provenance, results, state
+from . import collector, control, dataplane, fabric, faults, fidelity, links, provenance, results, state
 from .dataplane import Maps, RunCfg
 from .fabric import Fabric
 from .schemes import Scheme, SchemeConfig
@@ -55,6 +55,8 @@ class RunParams:
     matrix: str | None = None
     hot_factor: float = 1.5
     eplb_replicas: int = 1
+    events: str | None = None  # timeline of link faults (testbed.faults), applied during the run
+    pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -85,6 +87,7 @@ class Result:
     load: float
     rate_bps: int
     host_rate_bps: int
+    rho_max: dict[str, Any]
     seed: int
     flows: int
     acks: bool
@@ -93,6 +96,8 @@ class Result:
     cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination
     cct_lower_bound_s: float
     cct_increase: float
+    cct_lower_bound_fault_free_s: float  # the same bound with hosts paced at load x line rate
+    cct_increase_fault_free: float
     packets_sent: int
     packets_received: int
     acks_received: int
@@ -107,6 +112,8 @@ class Result:
     flow_stats: list[dict[str, Any]] = field(default_factory=list)
     out_dir: str | None = None
     discarded_attempts: list[dict[str, Any]] = field(default_factory=list)
+    link_events: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -165,7 +172,18 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
         raise RunError(str(e)) from None
     if not flows:
         raise RunError("the workload has no flow")
-    host_rate = fabric.host_rate_bps(spec.rate_bps, p.load)
+    actions = faults.parse_timeline(p.events, tree) if p.events else []
+    failed_now = faults.current_failed(tree)
+    rho: dict[str, Any] = {"paced": False}
+    pace = p.load
+    if p.pace_rho_max:
+        rm = control.rho_max(tree, flows, failed_now)
+        if rm.rho <= 0:
+            raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
+        pace = min(p.load, rm.rho)
+        rho = {"paced": True, "rho_max": rm.rho, "bottlenecks": rm.bottlenecks,
+               "unreachable_flows": rm.unreachable_flows, "failed_links": [ln.name for ln in failed_now]}
+    host_rate = fabric.host_rate_bps(spec.rate_bps, pace)
     started_at = datetime.now(timezone.utc).isoformat()
 
     fabric.set_host_rate(tree, host_rate, spec.burst, spec.buffer_bytes)
@@ -181,8 +199,10 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
     maps.flow_rx.clear()
     maps.ack_rx.clear()
 
-    bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst,
-                                        ack_frame_bytes=ACK_FRAME_BYTES if p.acks else 0)
+    ack_bytes = ACK_FRAME_BYTES if p.acks else 0
+    bound = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes)
+    bound_ff = collector.cct_lower_bound_s(flows, pk, spec.rate_bps, fabric.host_rate_bps(spec.rate_bps, p.load),
+                                           spec.burst, ack_frame_bytes=ack_bytes)
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
@@ -193,7 +213,8 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:
-        return _measure(fab, p, flows, pk, host_rate, bound, configs, scheme_label, run_dir, list(discarded or []))
+        return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
+                        list(discarded or []), rho, faults.Timeline(tree, actions))
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -231,11 +252,14 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
     raise AssertionError("unreachable")
 
 
-def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int, bound: float,
-             configs: dict[str, SchemeConfig], scheme_label: str, run_dir: results.RunDir | None,
-             discarded: list[dict[str, Any]]) -> Result:
+def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
+             bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
+             run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
+             timeline: faults.Timeline) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
+    bound, bound_ff = bounds
+    events0 = len(links.read_events(spec.prefix))
     n_up = tree.n_switches * tree.w
     qdisc0 = fabric.qdisc_stats(tree)
     soft0 = softnet_drops()
@@ -246,8 +270,10 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     cpu0 = fidelity.CpuTimes.now()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
-        sent = _send(fab, flows, pk, p.seed, bound)
+        sent = _send(fab, flows, pk, p.seed, bound, timeline)
         _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
+        timeline.join()
+        time.sleep(2 * links.SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
     finally:
         sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
@@ -262,6 +288,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     up1 = list(maps.uplink_pkts.read_array(n_up))
     ptr1 = _pointer_values(maps, tree)
     configs_end = dataplane.current_schemes(maps, tree)
+    link_events = [e for e in links.read_events(spec.prefix) if e["seq"] > events0]
+    reach_end = control.Reach(tree, faults.current_failed(tree))
 
     src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in flows}
     t_first = min((ports[i].first_tx_ns for i in src_ports if ports[i].first_tx_ns), default=0)
@@ -272,8 +300,12 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     drops = {
         "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
         "softnet": soft1 - soft0,
-        "switch": sum(cnt1[n] - cnt0.get(n, 0) for n in cnt1),
+        "switch": sum(cnt1[n] - cnt0.get(n, 0) for n in cnt1 if n != "unreachable"),
+        # routed toward a link before it failed, dropped by the first switch without a route (or, with
+        # hosts cut off, sent to an unreachable destination)
+        "unreachable": cnt1["unreachable"] - cnt0.get("unreachable", 0),
         "sender_errors": sent.errors,
+        "link_failures": sum(e["lost_pkts"] for e in link_events),  # died in a link's queues when it failed
     }
     received = sum(r.pkts for r in rx.values())
     acks_received = sum(int(a.acks) for a in acks.values() if a)
@@ -298,31 +330,41 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         flow_stats.append({
             "fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name, "size_bytes": f.size_bytes,
             "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
+            "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
+            "complete": (r.pkts if r else 0) == pk.count(f.size_bytes),
+            "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
             "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
             "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
             "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0})
     port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
     result = Result(
         scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
-        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, seed=p.seed, flows=len(flows), acks=p.acks,
-        cct_s=cct_s, cct_start_ns=t_first, cct_end_ns=t_last, cct_lower_bound_s=bound, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
+        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, rho_max=rho, seed=p.seed, flows=len(flows),
+        acks=p.acks, cct_s=cct_s, cct_start_ns=t_first, cct_end_ns=t_last, cct_lower_bound_s=bound,
+        cct_lower_bound_fault_free_s=bound_ff,
+        cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
         drops=sum(drops.values()), drops_detail=drops, queues=collector.stage_queues(queues), overload=overload,
         utilisation=collector.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
         ports=port_rows, fidelity=verdict.to_json(), switches=switches, flow_stats=flow_stats,
-        out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded)
+        out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
+        link_events=link_events,
+        timeline=[{**a.action, "applied_at_s": [(t - t_first) / 1e9 for t in a.t_applied_ns]}
+                  for a in timeline.applied])
     if run_dir is not None:
         run_dir.finish(_manifest_summary(result), _tables(tree, result, sampler, t_first))
     return result
 
 
-def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float) -> SendReport:
+def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
+          timeline: faults.Timeline) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
     def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
         pids.append(pid)
         state.record_pid(prefix, pid)
+        timeline.start()
 
     try:
         return Senders(fab.tree, flows, pk, seed).run(timeout_s=10 * bound + 10, on_start=started)
@@ -333,10 +375,12 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
 
 def _manifest_summary(r: Result) -> dict[str, Any]:
     return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "discarded_attempts": r.discarded_attempts,
+            "rho_max": r.rho_max, "timeline": r.timeline, "link_events": r.link_events,
             "switch_uplink_pkts": {
         n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
-        k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "packets_sent", "packets_received",
-                                   "acks_received", "drops", "drops_detail", "queues", "overload", "utilisation")}}
+        k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
+                                   "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received",
+                                   "drops", "drops_detail", "queues", "overload", "utilisation")}}
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:

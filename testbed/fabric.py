@@ -100,17 +100,27 @@ class Fabric:
         self.maps: Maps | None = None
         self.owned = True  # False for a handle from attach(): never torn down here
         self._claimed = False  # True once build() has claimed the prefix: teardown may clean it
+        self.watcher: Any = None
 
     # -- build -------------------------------------------------------------
     def __enter__(self) -> Fabric:
+        """Build, and keep the forwarding state in line with the links (a link
+        watcher thread) for as long as this process owns the fabric."""
         if not self.owned:
-            return self  # a handle from attach(): the fabric is already up
+            return self  # a handle from attach(): the fabric is already up, with its own watcher
         try:
             self.build()
+            self.start_watcher()
         except BaseException:
             self.teardown()
             raise
         return self
+
+    def start_watcher(self) -> None:
+        from .links import Watcher
+
+        assert self.maps is not None
+        self.watcher = Watcher(self.tree, Maps(self.spec.prefix)).start()
 
     def __exit__(self, *exc: object) -> None:
         if self.owned:
@@ -215,7 +225,11 @@ class Fabric:
 
     # -- teardown ----------------------------------------------------------
     def teardown(self) -> None:
-        """Idempotent: close maps and program fds, then remove every object."""
+        """Idempotent: stop the watcher, close maps and program fds, then remove every object."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher.maps.close()
+            self.watcher = None
         prog_ids = self.compiled.prog_ids() if self.compiled is not None and self.compiled.fds else {}
         if self.maps is not None:
             self.maps.close()

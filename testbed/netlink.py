@@ -19,11 +19,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 NETLINK_ROUTE = 0
+RTMGRP_LINK = 1
+IFF_LOWER_UP = 0x10000
 NLM_F_REQUEST, NLM_F_MULTI, NLM_F_ACK = 0x1, 0x2, 0x4
 NLM_F_DUMP = 0x300
 NLM_F_EXCL, NLM_F_CREATE = 0x200, 0x400
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-RTM_NEWLINK, RTM_GETLINK = 16, 18
+RTM_NEWLINK, RTM_DELLINK, RTM_GETLINK = 16, 17, 18
 RTM_NEWADDR = 20
 RTM_NEWROUTE = 24
 RTM_NEWNEIGH = 28
@@ -175,11 +177,12 @@ class Netlink:
 
     CHUNK = 96 * 1024
 
-    def __init__(self) -> None:
+    def __init__(self, groups: int = 0) -> None:
+        """`groups`: multicast groups to listen to (RTMGRP_LINK for link events); none by default."""
         self.sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, NETLINK_ROUTE)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-        self.sock.bind((0, 0))
+        self.sock.bind((0, groups))
         self.seq = 0
 
     def close(self) -> None:
@@ -250,6 +253,11 @@ class Netlink:
                         return
                     yield data[off:off + length]
                 off += _align(length)
+
+
+def messages(data: bytes) -> Iterator[tuple[int, int, bytes]]:
+    """(type, sequence number, payload) of each message in a netlink buffer."""
+    return _messages(data)
 
 
 def _messages(data: bytes) -> Iterator[tuple[int, int, bytes]]:

@@ -59,3 +59,9 @@ def record_pid(prefix: str, pid: int, add: bool = True) -> None:
         return
     pids = [p for p in st.pids if p != pid] + ([pid] if add else [])
     save(FabricState(**{**asdict(st), "pids": pids}))
+
+
+def side_files(prefix: str) -> list[str]:
+    """Files kept beside the state: link events, the watcher daemon's log and readiness mark."""
+    return [os.path.join(STATE_DIR, f"{prefix}.{suffix}") for suffix in ("events.jsonl", "controld.log",
+                                                                          "controld.ready")]

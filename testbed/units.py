@@ -38,3 +38,18 @@ def format_rate(bps: int) -> str:
         if bps % mult == 0:
             return f"{bps // mult}{unit}"
     return f"{bps}bit"
+
+
+_TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse_duration(text: str, allow_zero: bool = False) -> float:
+    """'200ms' -> 0.2 seconds (units us, ms, s; a bare number is seconds)."""
+    m = _NUM.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or (unit and unit not in _TIME_UNITS):
+        raise ValueError(f"cannot parse duration {text!r} (examples: 200ms, 1.5s)")
+    v = float(m.group(1)) * _TIME_UNITS[unit or "s"]
+    if v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"duration must be > 0, got {text!r}")
+    return v

@@ -622,7 +622,7 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as e:
         print(f"testbed: error: {e}", file=sys.stderr)
         return 2
-    except (ValueError, FabricError, TopologyError, OSError) as e:
+    except (ValueError, RuntimeError, OSError) as e:
         print(f"testbed: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

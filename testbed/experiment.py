@@ -331,6 +331,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             "fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name, "size_bytes": f.size_bytes,
             "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
             "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
+            "no_route_at_source": sent.flows[f.fid].noroute,
             "complete": (r.pkts if r else 0) == pk.count(f.size_bytes),
             "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
             "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,

@@ -200,9 +200,7 @@ class Watcher:
         if n <= 0:
             return 0
         now = time.monotonic_ns()
-        fixed = PortQ()
-        for name, _ in PortQ._fields_:
-            setattr(fixed, name, getattr(q, name))
+        fixed = PortQ.from_buffer_copy(q)
         fixed.pkts, fixed.bytes = 0, 0
         fixed.area_pkts = (q.area_pkts + n * now) % U64
         fixed.area_bytes = (q.area_bytes + b * now) % U64

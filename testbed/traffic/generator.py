@@ -64,6 +64,7 @@ class FlowSent:
     packets: int = 0
     bytes: int = 0  # UDP payload bytes handed to the kernel
     errors: int = 0
+    noroute: bool = False  # the source had no route to the destination: nothing was sent
 
 
 @dataclass
@@ -113,6 +114,6 @@ class Senders:
             raise SenderError(f"testbed-sender exited {proc.returncode}: {err.strip()}")
         report = SendReport(flows={f.fid: FlowSent(f.fid) for f in self.flows})
         for line in out.splitlines():
-            fid, pkts, nbytes, errors = (int(x) for x in line.split())
-            report.flows[fid] = FlowSent(fid, pkts, nbytes, errors)
+            fid, pkts, nbytes, errors, noroute = (int(x) for x in line.split())
+            report.flows[fid] = FlowSent(fid, pkts, nbytes, errors, bool(noroute))
         return report

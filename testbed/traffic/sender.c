@@ -12,7 +12,9 @@
  *
  * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD
  * argv: deadline_s sndbuf_bytes
- * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS
+ * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS NOROUTE
+ * (NOROUTE is 1 when the source host had no route to the destination, its
+ * NIC or its only link being down: such a flow sends nothing).
  * Exit status 0 unless setup failed (message on stderr).
  */
 #define _GNU_SOURCE
@@ -43,6 +45,7 @@ struct flow {
     uint64_t size, payload;
     int sock;
     uint64_t packets, bytes, errors;
+    int noroute;
 };
 
 struct group {            /* the flows of one source namespace */
@@ -104,8 +107,12 @@ static void *run_group(void *arg)
         close(fd);
     for (int i = 0; i < g->n && !setup_failed; i++) {
         if (open_flow(g->flows[i]) < 0) {
-            fprintf(stderr, "testbed-sender: flow %u: %s\n", g->flows[i]->fid, strerror(errno));
-            setup_failed = 1;
+            if (errno == ENETUNREACH || errno == EHOSTUNREACH || errno == ENETDOWN) {
+                g->flows[i]->noroute = 1;
+            } else {
+                fprintf(stderr, "testbed-sender: flow %u: %s\n", g->flows[i]->fid, strerror(errno));
+                setup_failed = 1;
+            }
         }
         if (g->flows[i]->payload > maxlen)
             maxlen = g->flows[i]->payload;
@@ -122,7 +129,7 @@ static void *run_group(void *arg)
         for (int i = 0; i < g->n; i++) {
             struct flow *f = g->flows[i];
             uint64_t done = (uint64_t)psn * f->payload;
-            if (done >= f->size)
+            if (done >= f->size || f->noroute)
                 continue;
             active = 1;
             uint64_t len = f->size - done < f->payload ? f->size - done : f->payload;
@@ -192,6 +199,7 @@ int main(int argc, char **argv)
     if (setup_failed)
         return 1;
     for (int i = 0; i < n_flows; i++)
-        printf("%u %lu %lu %lu\n", flows[i].fid, flows[i].packets, flows[i].bytes, flows[i].errors);
+        printf("%u %lu %lu %lu %d\n", flows[i].fid, flows[i].packets, flows[i].bytes, flows[i].errors,
+               flows[i].noroute);
     return 0;
 }

@@ -1,0 +1,179 @@
+"""Live link failures: convergence, loss accounting, rho_max pacing, flaps,
+failures from outside the tool, and refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testbed import control, dataplane, faults, links
+from testbed.experiment import RunParams, run
+from testbed.fabric import Fabric, FabricSpec
+from testbed.reach import all_pairs
+from testbed.schemes import Scheme
+from testbed.topology import FatTree
+
+from .helpers import cli, leftovers
+
+pytestmark = pytest.mark.root
+
+MB = 1 << 20
+CONVERGENCE_TARGET_MS = 50.0
+
+
+@pytest.fixture(scope="module")
+def fab() -> Iterator[Fabric]:
+    with Fabric(FabricSpec(k=4, prefix="tx")) as f:
+        yield f
+
+
+def _masks_and_routes(fab: Fabric) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
+    tree, maps = fab.tree, fab.maps
+    assert maps is not None
+    nk = dataplane.Dims.of(tree).n_keys
+    fresh = control.routing(tree, faults.current_failed(tree))
+    masks = {key: int(maps.uplink_mask.get(key[0] * nk + key[1]).value) for key in fresh.masks}
+    routes = {key: int(maps.downlinks.get(key[0] * tree.k + key[1]).value) for key in fresh.downlinks}
+    return masks, routes
+
+
+@pytest.mark.parametrize("scheme", [Scheme.OFAN, Scheme.ECMP, Scheme.RPS])
+def test_agg_core_failure_during_a_run(fab: Fabric, scheme: Scheme, tmp_path: Path) -> None:
+    tl = tmp_path / "timeline.json"
+    tl.write_text(json.dumps([{"at": "300ms", "fail": "c0_0-a0_0"}]))
+    try:
+        r = run(fab, RunParams("permutation", 4 * MB, 0.8, scheme, seed=1, events=str(tl))).to_json()
+    finally:
+        links.set_link(fab.tree, control.parse_link(fab.tree, "a0_0-c0_0"), up=True)
+        time.sleep(0.1)
+    (ev,) = r["link_events"]
+    assert ev["links_down"] == ["a0_0-c0_0"]
+    assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS
+    assert r["timeline"][0]["applied_at_s"][0] == pytest.approx(0.3, abs=0.05)
+    # every packet is accounted for: delivered, died in the failed link's queues, or was already on its
+    # way toward that link and was dropped by the first switch left without a route
+    d = r["drops_detail"]
+    missing = r["packets_sent"] - r["packets_received"]
+    assert missing == d["link_failures"] + d["unreachable"] + d["qdisc"] + d["softnet"] + d["switch"]
+    assert d["link_failures"] == ev["lost_pkts"]
+    assert d["qdisc"] == d["softnet"] == d["switch"] == 0
+    shortfall = sum(f["shortfall"] for f in r["flow_stats"])
+    assert shortfall == missing
+    assert all(f["complete"] or f["shortfall"] > 0 for f in r["flow_stats"])
+    assert all(f["reachable_at_end"] for f in r["flow_stats"])
+    print(f"{scheme.label}: convergence {ev['convergence_ms']:.2f} ms, lost in the link {ev['lost_pkts']}, "
+          f"stranded upstream {d['unreachable']}, of {r['packets_sent']} packets")
+    masks, routes = _masks_and_routes(fab)
+    fresh = control.routing(fab.tree, [])
+    assert masks == fresh.masks and routes == fresh.downlinks  # healed: everything valid again
+
+
+def _partition_free_seed(tree: FatTree, p: float) -> int:
+    for seed in range(1, 200):
+        f = control.random_failures(tree, p, seed)
+        if len(f) >= 2 and not control.unreachable_pairs(tree, f):
+            return seed
+    raise AssertionError("no partition-free draw")
+
+
+def test_random_failures_paced_at_rho_max() -> None:
+    p = "tr2"
+    tree = FatTree(4, p)
+    seed = _partition_free_seed(tree, 0.1)
+    try:
+        assert cli("up", "--k", "4", "--scheme", "ofan", "--prefix", p).returncode == 0
+        f = cli("fail", "--random", "0.1", "--seed", str(seed), "--json", "--prefix", p)
+        assert f.returncode == 0, f.stderr
+        ev = json.loads(f.stdout)
+        assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS and len(ev["failed"]) >= 2
+        r = cli("run", "--workload", "permutation", "--size", "1MB", "--pace", "rho_max", "--json", "--out",
+                f"/tmp/{p}-rho", "--prefix", p)
+        subprocess.run(["rm", "-rf", f"/tmp/{p}-rho"], check=False)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        rho = res["rho_max"]
+        assert rho["paced"] and 0 < rho["rho_max"] < 1 and sorted(rho["failed_links"]) == sorted(ev["failed"])
+        assert res["host_rate_bps"] == int(round(rho["rho_max"] * res["rate_bps"]))
+        assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], res["drops_detail"]
+        assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02
+        print(f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
+              f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "
+              f"{100 * res['cct_increase_fault_free']:.1f} %, over the paced bound {100 * res['cct_increase']:.1f} %")
+    finally:
+        cli("clean", "--prefix", p)
+    assert leftovers(p) == []
+
+
+def test_flapping_leaves_no_stale_state(fab: Fabric, tmp_path: Path) -> None:
+    tl = tmp_path / "flap.json"
+    tl.write_text(json.dumps([{"at": "50ms", "flap": "e1_0-a1_1", "period": "20ms", "count": 20}]))
+    r = run(fab, RunParams("permutation", 2 * MB, 0.8, Scheme.OFAN, seed=2, events=str(tl))).to_json()
+    assert len(r["timeline"][0]["applied_at_s"]) == 40
+    assert len(r["link_events"]) >= 2
+    assert max(e["convergence_ms"] for e in r["link_events"]) <= CONVERGENCE_TARGET_MS
+    assert faults.current_failed(fab.tree) == []
+    masks, routes = _masks_and_routes(fab)
+    fresh = control.routing(fab.tree, [])
+    assert masks == fresh.masks and routes == fresh.downlinks
+    n = fab.tree.n_hosts
+    assert len(all_pairs(fab.tree)) == n * (n - 1)
+
+
+def test_link_down_from_outside_is_handled() -> None:
+    p = "tw"
+    try:
+        assert cli("up", "--k", "4", "--prefix", p).returncode == 0
+        seq = len(links.read_events(p))
+        t_req = time.monotonic_ns()
+        subprocess.run(["ip", "-n", f"{p}-a1_1", "link", "set", "c1_0", "down"], check=True)
+        ev = links.wait_for_event(p, seq, timeout_s=5)
+        assert ev is not None and ev["links_down"] == ["a1_1-c1_0"]
+        assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS
+        assert (ev["t_converged_ns"] - t_req) / 1e6 <= CONVERGENCE_TARGET_MS
+        print(f"external link down: maps updated {(ev['t_converged_ns'] - t_req) / 1e6:.1f} ms after `ip link set`"
+              f" (convergence {ev['convergence_ms']:.2f} ms)")
+        st = json.loads(cli("status", "--json", "--prefix", p).stdout)
+        assert [ln["link"] for ln in st["links"] if ln["state"] == "down"] == ["a1_1-c1_0"]
+        h = cli("heal", "a1_1-c1_0", "--json", "--prefix", p)
+        assert h.returncode == 0, h.stderr and json.loads(h.stdout)["failed"] == []
+    finally:
+        cli("clean", "--prefix", p)
+    assert leftovers(p) == []
+
+
+def test_bad_and_partitioning_failures(tmp_path: Path) -> None:
+    p = "tq"
+    try:
+        assert cli("up", "--k", "4", "--prefix", p).returncode == 0
+        for bad in ("e0_0-a9_9", "e0_0-c0_0", "e0_0", "nonsense-link"):
+            r = cli("fail", bad, "--prefix", p)
+            assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, (bad, r.stderr)
+        cut = cli("fail", "h0_0_0-e0_0", "--prefix", p)
+        assert cut.returncode == 2 and "--force" in cut.stderr and len(cut.stderr.strip().splitlines()) == 1
+        assert links.read_events(p) == []  # nothing changed
+        forced = cli("fail", "h0_0_0-e0_0", "--force", "--json", "--prefix", p)
+        assert forced.returncode == 0, forced.stderr
+        assert json.loads(forced.stdout)["unreachable_pairs"] == 30
+        r = cli("run", "--workload", "all-to-all", "--size", "16KB", "--json", "--out", str(tmp_path / "cut"),
+                "--prefix", p)
+        assert r.returncode == 0, r.stderr
+        res = json.loads(r.stdout)
+        cut_flows = [f for f in res["flow_stats"] if "h0_0_0" in (f["src"], f["dst"])]
+        assert len(cut_flows) == 30
+        assert all(not f["reachable_at_end"] and not f["complete"] for f in cut_flows)
+        # h0_0_0 has no route (its NIC's link is down): it sends nothing and says so
+        assert all(f["no_route_at_source"] and f["sent"] == 0 for f in cut_flows if f["src"] == "h0_0_0")
+        # packets to it reach its edge switch, which has withdrawn the route: dropped there and counted
+        to_it = [f for f in cut_flows if f["dst"] == "h0_0_0"]
+        assert all(f["sent"] == 4 and f["shortfall"] == 4 for f in to_it)
+        assert res["drops_detail"]["unreachable"] == sum(f["sent"] for f in to_it)
+        others = [f for f in res["flow_stats"] if f not in cut_flows]
+        assert all(f["complete"] for f in others)
+    finally:
+        cli("clean", "--prefix", p)
+    assert leftovers(p) == []

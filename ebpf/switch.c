@@ -111,28 +111,29 @@ int switch_ingress(struct __sk_buff *skb)
         return TC_ACT_SHOT;
     }
 
-    __u32 out = 0, key, up = 0, slot = 0;
+    /* Down by destination, or up with destination key d (of n_keys) */
+    __u32 out = 0, key = 0, up = 0, d = 0, n_keys = 0;
     if (cfg->level == LEVEL_EDGE) {
         if (dst->edge_global == cfg->edge_global) {
             key = sw * K + dst->slot;
-            out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            slot = pick_uplink(skb, sw, cfg, pi->local, dst->edge_global, N_EDGES, ip, end);
+            d = dst->edge_global;
+            n_keys = N_EDGES;
         }
     } else if (cfg->level == LEVEL_AGG) {
         if (dst->pod == cfg->pod) {
             key = sw * K + dst->edge;
-            out = slot_ifindex(downlinks.lookup(&key));
         } else {
             up = 1;
-            slot = pick_uplink(skb, sw, cfg, pi->local, dst->pod, K, ip, end);
+            d = dst->pod;
+            n_keys = K;
         }
     } else {
         key = sw * K + dst->pod;
-        out = slot_ifindex(downlinks.lookup(&key));
     }
     if (up) {
+        __u32 slot = pick_uplink(skb, sw, cfg, pi->local, d, n_keys, ip, end);
         if (slot == NO_UPLINK)
             return drop_unreachable(sw);
         key = sw * W + slot;
@@ -140,6 +141,8 @@ int switch_ingress(struct __sk_buff *skb)
         __u64 *cnt = uplink_pkts.lookup(&key);
         if (cnt)
             __sync_fetch_and_add(cnt, 1);
+    } else {
+        out = slot_ifindex(downlinks.lookup(&key));
     }
     if (!out)
         return drop_unreachable(sw); /* downward route withdrawn by the control plane */

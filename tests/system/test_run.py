@@ -16,6 +16,8 @@ from testbed.experiment import RunParams, run, run_valid
 from testbed.fabric import Fabric, FabricSpec
 from testbed.schemes import Scheme
 
+from .helpers import require_valid
+
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
@@ -48,7 +50,8 @@ def test_permutation_delivers_every_packet(perm_runs: dict[str, list[dict[str, A
 
 
 def test_ofan_cct_within_a_few_percent_of_the_bound(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
-    assert all(r["fidelity"]["valid"] for r in perm_runs["ofan"]), [r["fidelity"]["reasons"] for r in perm_runs["ofan"]]
+    for r in perm_runs["ofan"]:
+        require_valid(r)
     incs = [r["cct_increase"] for r in perm_runs["ofan"]]
     print(f"ofan 1MB permutation CCT increase over the bound: {incs}")
     assert statistics.median(incs) < 0.03, incs
@@ -65,6 +68,7 @@ def test_ofan_edge_uplink_queue_stays_within_w_plus_1_plus_nic_burst(
     w, burst_frames = 2, 2
     maxima = []
     for r in perm_runs["ofan"]:
+        require_valid(r)
         edge_up = [p["max_pkts"] for p in r["ports"] if p["stage"] == "edge_agg"]
         assert len(edge_up) == 16
         print(f"ofan edge->agg queue maxima: {sorted(edge_up)} (model bound w+1 = {w + 1})")
@@ -94,6 +98,7 @@ def test_ofan_splits_each_switch_evenly(perm_runs: dict[str, list[dict[str, Any]
 @pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])
 def test_incast_queue_grows_and_senders_keep_their_rate(fab: Fabric, scheme: Scheme) -> None:
     r = run_valid(fab, RunParams("incast", 2 * MB, 1.0, scheme, seed=5, fan_in=2), attempts=ATTEMPTS).to_json()
+    require_valid(r)
     per_flow = 2 * MB // 4096
     assert r["packets_received"] == r["packets_sent"] == 2 * per_flow
     assert r["drops"] == 0

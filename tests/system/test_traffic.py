@@ -22,7 +22,7 @@ from testbed.experiment import RunParams, run
 from testbed.fabric import Fabric, FabricSpec
 from testbed.schemes import Scheme
 
-from .helpers import cli, leftovers
+from .helpers import cli, leftovers, require_valid
 
 pytestmark = pytest.mark.root
 
@@ -213,4 +213,6 @@ def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> N
     assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
     d = cli("demo", "--prefix", "to", "--retries", "5", cwd=tmp_path)
     assert d.returncode == 0, d.stderr
+    for m in sorted((tmp_path / "results").glob("*/manifest.json")):
+        require_valid(json.loads(m.read_text()))
     assert "INVALID" not in d.stdout + d.stderr and "valid" in d.stdout

@@ -21,9 +21,9 @@
 #include "lb_draw.h"
 #include "lb_mask.h"
 #include "lb_ecmp.h"
+#include "lb_ofan.h"
 #include "lb_simple.h"
 #include "lb_queue.h"
-#include "lb_ofan.h"
 #include "ack.h"
 
 #define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */

@@ -37,21 +37,35 @@ static __always_inline __u32 lb_ofan_port(__u64 ptr_value, __u32 id)
     return v;
 }
 
+/* Advance *ptr until the uplink it maps to is valid and return that uplink.
+ * `perm`: map pointer values through Ofan's port order (else slot order, as
+ * Simple RR does); `shared`: the pointer is shared by all CPUs (fetch-add)
+ * rather than per CPU. Both are constants at every call site. */
+static __always_inline __u32 lb_rotate(__u64 *ptr, int shared, int perm, __u32 id, __u32 mask)
+{
+    __u32 port = 0;
+#pragma unroll
+    for (__u32 t = 0; t < W; t++) {
+        __u64 old;
+        if (shared) {
+            old = __sync_fetch_and_add(ptr, 1);
+        } else {
+            old = *ptr;
+            *ptr = old + 1;
+        }
+        port = perm ? lb_ofan_port(old, id) : old % W;
+        if ((mask >> port) & 1)
+            break;
+    }
+    return port;
+}
+
 static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)
 {
     __u32 id = d + n_keys * cls;
     __u32 slot = (sw * K + pipe) * N_PTR + id;
     __u64 *ptr = ofan_ptr.lookup(&slot);
-    if (!ptr)
-        return 0;
-    __u32 port = 0;
-#pragma unroll
-    for (__u32 t = 0; t < W; t++) {
-        port = lb_ofan_port(__sync_fetch_and_add(ptr, 1), id);
-        if ((mask >> port) & 1)
-            break;
-    }
-    return port;
+    return ptr ? lb_rotate(ptr, 1, 1, id, mask) : 0;
 }
 
 static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)
@@ -59,16 +73,5 @@ static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys
     __u32 id = d + n_keys * cls;
     __u32 slot = sw * N_PTR + id;
     __u64 *ptr = ofan_ptr_cpu.lookup(&slot);
-    if (!ptr)
-        return 0;
-    __u32 port = 0;
-#pragma unroll
-    for (__u32 t = 0; t < W; t++) {
-        __u64 old = *ptr;
-        *ptr = old + 1;
-        port = lb_ofan_port(old, id);
-        if ((mask >> port) & 1)
-            break;
-    }
-    return port;
+    return ptr ? lb_rotate(ptr, 0, 1, id, mask) : 0;
 }

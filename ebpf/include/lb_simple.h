@@ -14,6 +14,7 @@
 #pragma once
 #include "maps.h"
 #include "lb_mask.h"
+#include "lb_ofan.h"
 
 static __always_inline __u32 lb_rps_pick(__u32 mask, __u32 draw)
 {
@@ -23,14 +24,5 @@ static __always_inline __u32 lb_rps_pick(__u32 mask, __u32 draw)
 static __always_inline __u32 lb_rr_pick(__u32 sw, __u32 mask)
 {
     __u64 *ptr = rr_ptr.lookup(&sw);
-    if (!ptr)
-        return 0;
-    __u32 slot = 0;
-#pragma unroll
-    for (__u32 t = 0; t < W; t++) {
-        slot = __sync_fetch_and_add(ptr, 1) % W;
-        if ((mask >> slot) & 1)
-            break;
-    }
-    return slot;
+    return ptr ? lb_rotate(ptr, 1, 0, 0, mask) : 0;
 }

@@ -20,7 +20,7 @@ from .experiment import RunError, RunParams
 from .fabric import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
 from .schemes import Scheme, SchemeConfig, SchemeError, names, parse_pipe_size, select_switches
 from .topology import FatTree, TopologyError, validate_k, validate_prefix
-from .traffic.workloads import WORKLOADS, WorkloadError
+from .traffic.workloads import WORKLOADS
 from .units import format_rate, parse_rate, parse_size
 
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any, NoReturn
 
 from . import clean as clean_mod
-from . import netns, state
+from . import cli_links, netns, state
+from .cli_links import need_root
 from .experiment import RunError, RunParams
 from .fabric import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
 from .schemes import Scheme, SchemeConfig, SchemeError, names, parse_pipe_size, select_switches
@@ -103,7 +103,7 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="testbed", description="Fat-tree load-balancing testbed on the real kernel.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     rate_help = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
     pipe_help = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
 
@@ -166,27 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
     sset.add_argument("--json", action="store_true")
     common(sset)
 
-    fail = sub.add_parser("fail", help="fail a link (or random links) of the fabric that is up")
-    fail.add_argument("link", nargs="?", help="NODE-NODE, e.g. e0_1-a0_0 (either order)")
-    fail.add_argument("--random", type=float, default=None, metavar="P",
-                      help="fail each edge-aggregation and aggregation-core link with probability P")
-    fail.add_argument("--seed", type=int, default=1)
-    fail.add_argument("--force", action="store_true", help="allow failures that cut hosts off")
-    fail.add_argument("--json", action="store_true")
-    common(fail)
-    heal = sub.add_parser("heal", help="bring a failed link (or all) back up")
-    heal.add_argument("link", nargs="?")
-    heal.add_argument("--all", action="store_true")
-    heal.add_argument("--json", action="store_true")
-    common(heal)
-    flap = sub.add_parser("flap", help="take a link down and up repeatedly")
-    flap.add_argument("link")
-    flap.add_argument("--period", default="200ms", help="one down+up cycle (default 200ms)")
-    flap.add_argument("--count", type=_positive_int, default=1)
-    flap.add_argument("--json", action="store_true")
-    common(flap)
-    controld = sub.add_parser("controld", help=argparse.SUPPRESS)
-    common(controld)
+    cli_links.add_parsers(sub, common, _positive_int)
 
     down = sub.add_parser("down", help="tear the fabric down")
     common(down)
@@ -212,11 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _need_root() -> None:
-    if os.geteuid() != 0:
-        raise FabricError("must run as root (sudo ./scripts/testbed ...)")
-
-
 def _console() -> Any:
     from rich.console import Console
 
@@ -226,7 +201,7 @@ def _console() -> Any:
 def cmd_up(a: argparse.Namespace) -> int:
     spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
                       pipe_size=a.pipe_size)
-    _need_root()
+    need_root()
     fab = Fabric(spec)
     try:
         fab.build()
@@ -235,7 +210,7 @@ def cmd_up(a: argparse.Namespace) -> int:
         raise
     times = fab.times
     try:
-        _start_controld(a.prefix)
+        cli_links.start_controld(a.prefix)
     except BaseException:
         fab.teardown()
         raise
@@ -247,148 +222,6 @@ def cmd_up(a: argparse.Namespace) -> int:
     print(f"fabric {a.prefix} up: k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
           f"rate {format_rate(a.rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
           f"(built in {times.total_s:.2f} s)")
-    return 0
-
-
-def _start_controld(prefix: str, timeout_s: float = 15.0) -> int:
-    """Start the link watcher daemon of a fabric that is up; wait until it watches."""
-    import subprocess
-
-    log, ready = state.side_files(prefix)[1:3]
-    with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "controld", "--prefix", prefix],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
-    state.record_pid(prefix, proc.pid)
-    deadline = time.monotonic() + timeout_s
-    while not os.path.exists(ready):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise FabricError(f"the link watcher did not start (see {log})")
-        time.sleep(0.01)
-    return proc.pid
-
-
-def cmd_controld(a: argparse.Namespace) -> int:
-    """The link watcher daemon (started by `testbed up`)."""
-    import signal
-
-    from .links import Watcher
-
-    _need_root()
-    with Fabric.attach(a.prefix) as fab:
-        assert fab.maps is not None
-        w = Watcher(fab.tree, fab.maps).open()
-        signal.signal(signal.SIGTERM, lambda *_: w._stop.set())
-        with open(state.side_files(a.prefix)[2], "w") as f:
-            f.write(f"{os.getpid()}\n")
-        try:
-            w.loop()
-        finally:
-            w.close()
-    return 0
-
-
-def _fault_report(prefix: str, after_seq: int, t_request_ns: int, timeout_s: float = 5.0) -> dict[str, Any]:
-    from .links import wait_for_event
-
-    ev = wait_for_event(prefix, after_seq, timeout_s)
-    if ev is None:
-        raise FabricError("the link watcher recorded no event (is the fabric's controld running?)")
-    ev["since_request_ms"] = (ev["t_converged_ns"] - t_request_ns) / 1e6
-    return ev
-
-
-def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
-    if a.json:
-        print(json.dumps({**ev, **(extra or {})}))
-        return
-    print(f"{what}: converged {ev['convergence_ms']:.2f} ms after the kernel event "
-          f"({ev['since_request_ms']:.2f} ms after the request), {ev['map_writes']} map entries, "
-          f"{ev['lost_pkts']} packets lost; failed links now: {', '.join(ev['failed']) or 'none'}")
-
-
-def _attached_tree(prefix: str) -> FatTree:
-    st = state.load(prefix)
-    if st is None or not st.complete:
-        raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
-    return FatTree(st.k, prefix)
-
-
-def cmd_fail(a: argparse.Namespace) -> int:
-    from . import control, faults, links
-
-    tree = _attached_tree(a.prefix)
-    if (a.link is None) == (a.random is None):
-        raise RunError("give either a LINK or --random P")
-    now_failed = faults.current_failed(tree)
-    if a.link is not None:
-        new = [control.parse_link(tree, a.link)]
-        if new[0].name in {ln.name for ln in now_failed}:
-            raise RunError(f"{new[0].name} is already down")
-    else:
-        new = [ln for ln in control.random_failures(tree, a.random, a.seed) if ln not in now_failed]
-        if not new:
-            print(json.dumps({"failed": [], "note": "no link drawn"}) if a.json else "no link drawn")
-            return 0
-    cut = faults.check_partition(tree, now_failed + new, a.force)
-    _need_root()
-    seq = len(links.read_events(a.prefix))
-    t_req = time.monotonic_ns()
-    for ln in new:
-        links.set_link(tree, ln, up=False)
-    ev = _fault_report(a.prefix, seq, t_req)
-    while set(ev["failed"]) < {ln.name for ln in new}:  # several links may take several events
-        ev = _fault_report(a.prefix, ev["seq"], t_req)
-    _print_event(a, f"failed {', '.join(ln.name for ln in new)}", ev,
-                 {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]})
-    return 0
-
-
-def cmd_heal(a: argparse.Namespace) -> int:
-    from . import control, faults, links
-
-    tree = _attached_tree(a.prefix)
-    now_failed = faults.current_failed(tree)
-    if a.all == (a.link is not None):
-        raise RunError("give either a LINK or --all")
-    todo = now_failed if a.all else [control.parse_link(tree, a.link)]
-    if not a.all and todo[0].name not in {ln.name for ln in now_failed}:
-        raise RunError(f"{todo[0].name} is not down")
-    if not todo:
-        print(json.dumps({"healed": []}) if a.json else "no link is down")
-        return 0
-    _need_root()
-    seq = len(links.read_events(a.prefix))
-    t_req = time.monotonic_ns()
-    for ln in todo:
-        links.set_link(tree, ln, up=True)
-    ev = _fault_report(a.prefix, seq, t_req)
-    while set(ev["failed"]) & {ln.name for ln in todo}:
-        ev = _fault_report(a.prefix, ev["seq"], t_req)
-    _print_event(a, f"healed {', '.join(ln.name for ln in todo)}", ev)
-    return 0
-
-
-def cmd_flap(a: argparse.Namespace) -> int:
-    from . import control, faults, links
-    from .units import parse_duration
-
-    tree = _attached_tree(a.prefix)
-    link = control.parse_link(tree, a.link)
-    period = parse_duration(a.period)
-    faults.check_partition(tree, faults.current_failed(tree) + [link], force=True)
-    _need_root()
-    seq = len(links.read_events(a.prefix))
-    done = faults.apply(tree, faults.Action(0.0, "flap", link.name, period, a.count))
-    time.sleep(2 * links.SETTLE_S + 0.05)
-    evs = links.read_events(a.prefix, seq)
-    out = {"link": link.name, "cycles": a.count, "period_s": period, "transitions": len(done.t_applied_ns),
-           "events": len(evs), "convergence_ms_max": max((e["convergence_ms"] for e in evs), default=0.0),
-           "lost_pkts": sum(e["lost_pkts"] for e in evs), "failed_now": evs[-1]["failed"] if evs else []}
-    if a.json:
-        print(json.dumps(out))
-    else:
-        print(f"flapped {link.name} {a.count} times: {len(evs)} events, worst convergence "
-              f"{out['convergence_ms_max']:.2f} ms, {out['lost_pkts']} packets lost")
     return 0
 
 
@@ -420,7 +253,7 @@ def status_dict(prefix: str) -> dict[str, Any]:
 
 
 def cmd_status(a: argparse.Namespace) -> int:
-    _need_root()
+    need_root()
     st = status_dict(a.prefix)
     if a.json:
         print(json.dumps(st))
@@ -499,7 +332,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if a.payload + 58 > (st.mtu if st is not None else DEFAULT_MTU) + 14:
         raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
     out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
-    _need_root()
+    need_root()
     if st is not None:
         with Fabric.attach(a.prefix) as fab:
             result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
@@ -522,7 +355,7 @@ def cmd_scheme(a: argparse.Namespace) -> int:
     config = SchemeConfig(a.scheme, a.pipe_size)
     config.validate(tree.switch_ports)
     chosen = select_switches(tree, a.switches, a.seed)
-    _need_root()
+    need_root()
     with Fabric.attach(a.prefix) as fab:
         assert fab.maps is not None
         if a.reset_pointers:
@@ -540,7 +373,7 @@ def cmd_scheme(a: argparse.Namespace) -> int:
 
 
 def cmd_down(a: argparse.Namespace) -> int:
-    _need_root()
+    need_root()
     if state.load(a.prefix) is None and not netns.listed(a.prefix):
         raise FabricError(f"no fabric with prefix {a.prefix!r} is up")
     rep = clean_mod.clean(a.prefix)
@@ -549,7 +382,7 @@ def cmd_down(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    _need_root()
+    need_root()
     rep = clean_mod.clean(a.prefix)
     print(f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
           f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}")
@@ -559,7 +392,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
 def cmd_ping(a: argparse.Namespace) -> int:
     from .reach import all_pairs
 
-    _need_root()
+    need_root()
     with Fabric.attach(a.prefix) as fab:
         tree = fab.tree
         got = all_pairs(tree)
@@ -578,7 +411,7 @@ def cmd_demo(a: argparse.Namespace) -> int:
     from .report import compare_table
 
     spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed)
-    _need_root()
+    need_root()
     con = _console()
     results = []
     with Fabric(spec) as fab:
@@ -609,8 +442,7 @@ def cmd_plot(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"up": cmd_up, "plot": cmd_plot, "controld": cmd_controld, "fail": cmd_fail, "heal": cmd_heal,
-            "flap": cmd_flap, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
+COMMANDS = {"up": cmd_up, "plot": cmd_plot, **cli_links.COMMANDS, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
             "clean": cmd_clean,
             "ping": cmd_ping, "demo": cmd_demo}
 

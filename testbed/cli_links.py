@@ -112,8 +112,24 @@ def _attached_tree(prefix: str) -> FatTree:
     return FatTree(st.k, prefix)
 
 
+def _set_and_wait(tree: FatTree, todo: list[Any], up: bool) -> dict[str, Any]:
+    """Set links down or up, then wait until the watcher's failed set reflects
+    all of them (several links may take several events); the last event."""
+    from . import links
+
+    seq = len(links.read_events(tree.prefix))
+    t_req = time.monotonic_ns()
+    for ln in todo:
+        links.set_link(tree, ln, up=up)
+    names = {ln.name for ln in todo}
+    ev = _fault_report(tree.prefix, seq, t_req)
+    while (set(ev["failed"]) & names) if up else not names <= set(ev["failed"]):
+        ev = _fault_report(tree.prefix, ev["seq"], t_req)
+    return ev
+
+
 def cmd_fail(a: argparse.Namespace) -> int:
-    from . import control, faults, links
+    from . import control, faults
 
     tree = _attached_tree(a.prefix)
     if (a.link is None) == (a.random is None):
@@ -130,20 +146,14 @@ def cmd_fail(a: argparse.Namespace) -> int:
             return 0
     cut = faults.check_partition(tree, now_failed + new, a.force)
     need_root()
-    seq = len(links.read_events(a.prefix))
-    t_req = time.monotonic_ns()
-    for ln in new:
-        links.set_link(tree, ln, up=False)
-    ev = _fault_report(a.prefix, seq, t_req)
-    while set(ev["failed"]) < {ln.name for ln in new}:  # several links may take several events
-        ev = _fault_report(a.prefix, ev["seq"], t_req)
+    ev = _set_and_wait(tree, new, up=False)
     _print_event(a, f"failed {', '.join(ln.name for ln in new)}", ev,
                  {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]})
     return 0
 
 
 def cmd_heal(a: argparse.Namespace) -> int:
-    from . import control, faults, links
+    from . import control, faults
 
     tree = _attached_tree(a.prefix)
     now_failed = faults.current_failed(tree)
@@ -156,13 +166,7 @@ def cmd_heal(a: argparse.Namespace) -> int:
         print(json.dumps({"healed": []}) if a.json else "no link is down")
         return 0
     need_root()
-    seq = len(links.read_events(a.prefix))
-    t_req = time.monotonic_ns()
-    for ln in todo:
-        links.set_link(tree, ln, up=True)
-    ev = _fault_report(a.prefix, seq, t_req)
-    while set(ev["failed"]) & {ln.name for ln in todo}:
-        ev = _fault_report(a.prefix, ev["seq"], t_req)
+    ev = _set_and_wait(tree, todo, up=True)
     _print_event(a, f"healed {', '.join(ln.name for ln in todo)}", ev)
     return 0
 

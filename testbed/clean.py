@@ -30,7 +30,7 @@ class CleanReport:
     leftover_programs: list[int] = field(default_factory=list)
 
 
-def _ours(pid: int) -> bool:
+def ours(pid: int) -> bool:
     """A recorded PID still runs one of our programs (not a reused PID)."""
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -47,7 +47,7 @@ def clean(prefix: str, wait_prog_ids: list[int] | None = None, timeout_s: float 
     if st is not None:
         prog_ids += list(st.prog_ids.values())
         for pid in st.pids:
-            if pid != os.getpid() and _ours(pid):
+            if pid != os.getpid() and ours(pid):
                 try:
                     os.kill(pid, signal.SIGKILL)
                     rep.killed.append(pid)

@@ -225,6 +225,15 @@ def cmd_up(a: argparse.Namespace) -> int:
     return 0
 
 
+def _watcher_status(prefix: str) -> dict[str, Any]:
+    """The link watcher daemon: without it, failures are not handled."""
+    from .clean import ours
+
+    st = state.load(prefix)
+    pids = [p for p in (st.pids if st else []) if ours(p)]
+    return {"alive": bool(pids), "pids": pids}
+
+
 def status_dict(prefix: str) -> dict[str, Any]:
     from . import dataplane
     from . import fabric as fabric_mod
@@ -248,7 +257,7 @@ def status_dict(prefix: str) -> dict[str, Any]:
             "switches_total": tree.n_switches, "namespaces": len(netns.listed(prefix)),
             "nodes": [{"name": n.name, "tier": n.level.name.lower(), "namespace": tree.ns(n.name),
                        **({"ip": str(tree.host_ip(n))} if n.is_host else {})} for n in tree.nodes],
-            "links": links, "switches": switches,
+            "links": links, "switches": switches, "watcher": _watcher_status(prefix),
         }
 
 

@@ -83,4 +83,5 @@ def status_table(st: dict[str, Any]) -> Table:
     for s in st["switches"].values():
         schemes[s["scheme"]] = schemes.get(s["scheme"], 0) + 1
     t.add_row("LB switches by scheme", ", ".join(f"{k}: {v}" for k, v in sorted(schemes.items())))
+    t.add_row("link watcher", "running" if st["watcher"]["alive"] else "[bold red]NOT RUNNING[/]")
     return t

@@ -38,6 +38,7 @@ def test_up_status_run_down(tmp_path: Path) -> None:
         assert s["k"] == 4 and s["hosts"] == 16 and s["namespaces"] == 36
         assert len(s["links"]) == 48 and all(ln["state"] == "up" for ln in s["links"])
         assert {v["scheme"] for v in s["switches"].values()} == {"ofan"}
+        assert s["watcher"]["alive"]
 
         before = sorted(os.listdir("/run/netns"))
         wrong_k = cli("run", "--workload", "permutation", "--size", "256KB", "--k", "6", "--prefix", p)

@@ -15,8 +15,11 @@ compiles in a background thread.
 
 from __future__ import annotations
 
+import ctypes
+import fcntl
 import os
 import socket
+import struct
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -154,10 +157,11 @@ class Fabric:
         compiling = CompileThread(Dims.of(tree))
         netns.prepare_run_dir()
         socks: dict[str, Netlink] = {}
+        ioctls: dict[str, socket.socket] = {}
         fds: dict[str, int] = {}
         try:
             for node in tree.nodes:
-                socks[node.name] = netns.create(tree.ns(node.name), _inside_new_namespace)
+                socks[node.name], ioctls[node.name] = netns.create(tree.ns(node.name), _inside_new_namespace)
             for node in tree.nodes:
                 fds[node.name] = netns.open_fd(tree.ns(node.name))
             t1 = time.perf_counter()
@@ -177,10 +181,14 @@ class Fabric:
             self.times.maps_s = t4 - t3
             for node in tree.nodes:
                 socks[node.name].run(self._configure_requests(node))
+                for p in tree.ports_of[node.name]:
+                    offloads_off(ioctls[node.name], p.ifname)
             self.times.configure_s = time.perf_counter() - t4
         finally:
             for s in socks.values():
                 s.close()
+            for u in ioctls.values():
+                u.close()
             for fd in fds.values():
                 os.close(fd)
             if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
@@ -300,9 +308,23 @@ def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: i
             nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True)])
 
 
-def _inside_new_namespace() -> Netlink:
+def _inside_new_namespace() -> tuple[Netlink, socket.socket]:
     """Runs inside each new namespace: no IPv6 (no router solicitations or
-    link-local chatter in the fabric), then a netlink socket bound here."""
+    link-local chatter in the fabric), then a netlink socket and an ioctl
+    socket bound here."""
     netns.write_sysctl("net.ipv6.conf.all.disable_ipv6", "1")
     netns.write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
-    return Netlink()
+    return Netlink(), socket.socket(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x1F, 0x24, 0x2C
+
+
+def offloads_off(sock: socket.socket, ifname: str) -> None:
+    """TSO, GSO and GRO off on one interface (of the socket's namespace), so
+    every qdisc and program sees real packets, never super-packets."""
+    for cmd in (ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO):
+        value = ctypes.create_string_buffer(struct.pack("=II", cmd, 0), 8)
+        ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(value)).ljust(40, b"\0")
+        fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)

@@ -21,6 +21,17 @@ def leftovers(prefix: str) -> list[str]:
         out.append(f"pinned {dataplane.pin_dir(prefix)}")
     if os.path.exists(state.path(prefix)):
         out.append(f"state {state.path(prefix)}")
+    out += [f"file {f}" for f in state.side_files(prefix) if os.path.exists(f)]
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if b"controld" in args and prefix.encode() in args:
+            out.append(f"process {pid} (link watcher of {prefix})")
     return out
 
 

@@ -176,6 +176,19 @@ def build_parser() -> argparse.ArgumentParser:
     ping.add_argument("--json", action="store_true")
     common(ping)
 
+    cmp_ = sub.add_parser("compare", help="run a matrix of schemes x seeds and compare them")
+    cmp_.add_argument("--schemes", default="ecmp,rps,ar,ofan,pofan:4",
+                      help="comma-separated; pofan:P or pofan:cpu for a pipe size (default ecmp,rps,ar,ofan,pofan:4)")
+    cmp_.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    cmp_.add_argument("--workload", default="permutation", choices=WORKLOADS)
+    cmp_.add_argument("--size", type=_size, default=1 << 20)
+    cmp_.add_argument("--load", type=_load, default=1.0)
+    cmp_.add_argument("--k", type=_k, default=None, help="fat-tree k (ephemeral fabric: default 4)")
+    cmp_.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
+    cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
+    cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
+    common(cmp_)
+
     plot = sub.add_parser("plot", help="draw figures from a result directory")
     plot.add_argument("what", choices=("queues",), help="queues: occupancy over time of the most loaded ports")
     plot.add_argument("dir", type=Path, help="a result directory (testbed run --out)")
@@ -437,6 +450,52 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(a: argparse.Namespace) -> int:
+    from .compare import Cell, compare_summary, parse_schemes, parse_seeds, run_matrix
+    from .experiment import run_valid
+    from .report import plot_compare, summary_table
+
+    configs = parse_schemes(a.schemes)
+    seeds = parse_seeds(a.seeds)
+    st = state.load(a.prefix)
+    k = st.k if st is not None else (a.k or 4)
+    if st is not None and a.k is not None and a.k != st.k:
+        raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
+    for c in configs:
+        c.validate(FatTree(k).switch_ports)
+    RunParams(a.workload, a.size, a.load).flows(FatTree(k))
+    out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
+    if (out / "summary.csv").exists():
+        raise RunError(f"{out} already holds a comparison")
+    need_root()
+    cells = [Cell(c, s) for c in configs for s in seeds]
+
+    def run_all(fab: Fabric) -> Any:
+        def one(cell: Cell, d: Path) -> dict[str, Any]:
+            p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size)
+            return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
+
+        return run_matrix(cells, one, out)
+
+    if st is not None:
+        with Fabric.attach(a.prefix) as fab:
+            df = run_all(fab)
+    else:
+        with Fabric(FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix)) as fab:
+            df = run_all(fab)
+    summary = compare_summary(df)
+    summary.to_csv(out / "schemes.csv", index=False)
+    title = f"{a.workload} {a.size} B, load {a.load}, k={k}, seeds {a.seeds}"
+    plot_compare(summary, out / "compare.png", title)
+    _console().print(summary_table(summary, title))
+    print(f"results in {out} (summary.csv, schemes.csv, compare.png, one directory per run)")
+    if not df["valid"].all():
+        from rich.console import Console
+
+        Console(stderr=True).print(f"[bold red]warning:[/] {int((~df['valid']).sum())} run(s) INVALID; see summary.csv")
+    return 0
+
+
 def cmd_plot(a: argparse.Namespace) -> int:
     from .report import plot_queues
     from .results import ResultsError, load
@@ -451,7 +510,7 @@ def cmd_plot(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"up": cmd_up, "plot": cmd_plot, **cli_links.COMMANDS, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
+COMMANDS = {"up": cmd_up, "plot": cmd_plot, "compare": cmd_compare, **cli_links.COMMANDS, "status": cmd_status, "run": cmd_run, "scheme": cmd_scheme, "down": cmd_down,
             "clean": cmd_clean,
             "ping": cmd_ping, "demo": cmd_demo}
 

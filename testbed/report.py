@@ -85,3 +85,37 @@ def status_table(st: dict[str, Any]) -> Table:
     t.add_row("LB switches by scheme", ", ".join(f"{k}: {v}" for k, v in sorted(schemes.items())))
     t.add_row("link watcher", "running" if st["watcher"]["alive"] else "[bold red]NOT RUNNING[/]")
     return t
+
+
+def summary_table(summary: Any, title: str) -> Table:
+    t = Table(title=title)
+    for col, just in (("scheme", "left"), ("runs (valid)", "right"), ("CCT increase, mean +- SEM", "right"),
+                      ("max switch queue (pkts)", "right"), ("drops", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for _, r in summary.iterrows():
+        t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})",
+                  f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %",
+                  str(r["max_queue_pkts"]), str(r["drops"]))
+    return t
+
+
+def plot_compare(summary: Any, out: Any, title: str) -> None:
+    """Two panels: CCT increase (mean, SEM error bars) and the largest switch queue, per scheme."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 4))
+    x = list(range(len(summary)))
+    a1.bar(x, 100 * summary["cct_increase_mean"], yerr=100 * summary["cct_increase_sem"], capsize=4)
+    a1.set_ylabel("CCT increase over the lower bound (%)")
+    a2.bar(x, summary["max_queue_pkts"])
+    a2.set_ylabel("largest switch queue (packets)")
+    for ax in (a1, a2):
+        ax.set_xticks(x, summary["scheme"], rotation=30)
+        ax.grid(axis="y", alpha=0.3)
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=120)
+    plt.close(fig)

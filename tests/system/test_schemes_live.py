@@ -137,3 +137,21 @@ def test_bad_scheme_parameters_change_nothing() -> None:
         assert cli("status", "--json", "--prefix", p).stdout == before
     finally:
         cli("clean", "--prefix", p)
+
+
+def test_compare_writes_one_directory_per_run_and_a_summary(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    r = cli("compare", "--schemes", "ecmp,ofan", "--seeds", "1,2", "--size", "256KB", "--out", str(out),
+            "--prefix", "tk2")
+    assert r.returncode == 0, r.stderr
+    import pandas as pd
+
+    df = pd.read_csv(out / "summary.csv")
+    assert sorted(zip(df["scheme"], df["seed"])) == [("ecmp", 1), ("ecmp", 2), ("ofan", 1), ("ofan", 2)]
+    assert (df["drops"] == 0).all()
+    for d in df["out_dir"]:
+        assert (Path(d) / "manifest.json").exists()
+    s = pd.read_csv(out / "schemes.csv").set_index("scheme")
+    assert s.loc["ofan", "max_queue_pkts"] < s.loc["ecmp", "max_queue_pkts"]
+    assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
+    assert leftovers("tk2") == []

@@ -86,3 +86,25 @@ def test_pacing_error() -> None:
     ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=0, last_rx_ns=burst_span)
     err2 = collector.pacing_errors(t, flows, ports, rate, burst_bytes=2 * frame + 120)
     assert err2["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_compare_parsing_and_summary() -> None:
+    import pandas as pd
+
+    from testbed.compare import compare_summary, parse_schemes, parse_seeds
+    from testbed.schemes import SchemeError
+
+    cs = parse_schemes("ecmp, ofan,pofan:2,pofan:cpu")
+    assert [c.label for c in cs] == ["ecmp", "ofan", "2ofan", "pofan-cpu"]
+    for bad in ("ecmp,ecmp", "ofan:4", "warp", "pofan:x", ""):
+        with pytest.raises(SchemeError):
+            parse_schemes(bad)
+    assert parse_seeds("1,2, 3") == [1, 2, 3]
+    df = pd.DataFrame([{"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
+                       {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
+                       {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0}])
+    s = compare_summary(df).set_index("scheme")
+    assert s.loc["a", "cct_increase_mean"] == pytest.approx(0.2)
+    assert s.loc["a", "cct_increase_sem"] == pytest.approx(0.1)
+    assert s.loc["a", "max_queue_pkts"] == 5 and s.loc["a", "valid"] == 1 and s.loc["a", "drops"] == 1
+    assert s.loc["b", "runs"] == 1 and s.loc["b", "cct_increase_sem"] == 0.0

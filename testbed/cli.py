@@ -19,7 +19,7 @@ from .cli_links import need_root
 from .experiment import RunError, RunParams
 from .fabric import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
 from .schemes import Scheme, SchemeConfig, SchemeError, names, parse_pipe_size, select_switches
-from .topology import FatTree, TopologyError, validate_k, validate_prefix
+from .topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
 from .traffic.workloads import WORKLOADS
 from .units import format_rate, parse_rate, parse_size
 
@@ -101,11 +101,25 @@ def _positive_int(text: str) -> int:
     return v
 
 
+def _topology(a: argparse.Namespace, st: state.FabricState | None) -> str:
+    """The topology of a command: the fabric's if one is up (a different
+    --topology is an error), else --topology, else a fat tree."""
+    if st is not None:
+        if a.topology is not None and a.topology != st.topology:
+            raise RunError(f"--topology {a.topology} differs from the fabric that is up ({st.topology})")
+        return st.topology
+    return str(a.topology or "fattree")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="testbed", description="Fat-tree load-balancing testbed on the real kernel.")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
     rate_help = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
     pipe_help = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
+
+    def topology(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--topology", choices=KINDS, default=None,
+                        help="fattree (3 levels, default) or leafspine (2 levels, k^2/2 hosts)")
 
     def common(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--prefix", type=_prefix, default="tb", help="name prefix of every kernel object (default tb)")
@@ -116,6 +130,7 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--scheme", type=_scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
     up.add_argument("--pipe-size", type=_pipe, default=4, help=pipe_help)
     up.add_argument("--seed", type=int, default=1)
+    topology(up)
     common(up)
 
     st = sub.add_parser("status", help="describe the fabric that is up")
@@ -152,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
     run.add_argument("--out", type=Path, default=None,
                      help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
+    topology(run)
     common(run)
 
     sch = sub.add_parser("scheme", help="change LB schemes on the fabric that is up (map writes only)")
@@ -187,6 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     cmp_.add_argument("--rate", type=_rate, default=None, help=rate_help + " (ephemeral fabric only)")
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
+    topology(cmp_)
     common(cmp_)
 
     plot = sub.add_parser("plot", help="draw figures from a result directory")
@@ -201,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--rate", type=_rate, default=DEFAULT_RATE_BPS, help=rate_help)
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    topology(demo)
     common(demo)
     return p
 
@@ -213,7 +231,7 @@ def _console() -> Any:
 
 def cmd_up(a: argparse.Namespace) -> int:
     spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
-                      pipe_size=a.pipe_size)
+                      pipe_size=a.pipe_size, topology=a.topology or "fattree")
     need_root()
     fab = Fabric(spec)
     try:
@@ -232,7 +250,7 @@ def cmd_up(a: argparse.Namespace) -> int:
     if fab.compiled is not None:
         fab.compiled.close()  # the filters keep the programs; the pins keep the maps
     t = fab.tree
-    print(f"fabric {a.prefix} up: k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
+    print(f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
           f"rate {format_rate(a.rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
           f"(built in {times.total_s:.2f} s)")
     return 0
@@ -265,7 +283,7 @@ def status_dict(prefix: str) -> dict[str, Any]:
             links.append({"link": ln.name, "a": ln.a, "b": ln.b, "state_a": sa, "state_b": sb,
                           "state": "up" if sa == sb == "UP" else "down"})
         return {
-            "prefix": prefix, "k": tree.k, "rate_bps": fab.spec.rate_bps, "rate": format_rate(fab.spec.rate_bps),
+            "prefix": prefix, "topology": tree.kind, "k": tree.k, "rate_bps": fab.spec.rate_bps, "rate": format_rate(fab.spec.rate_bps),
             "mtu": fab.spec.mtu, "burst_bytes": fab.spec.burst, "hosts": tree.n_hosts,
             "switches_total": tree.n_switches, "namespaces": len(netns.listed(prefix)),
             "nodes": [{"name": n.name, "tier": n.level.name.lower(), "namespace": tree.ns(n.name),
@@ -346,11 +364,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     if scheme is not None:
         SchemeConfig(scheme, a.pipe_size).validate(FatTree(k).switch_ports)
     params = _run_params(a, scheme)
-    params.flows(FatTree(k))  # the workload must be valid on this fabric before anything is touched
+    tree = FatTree(k, a.prefix, _topology(a, st))
+    params.flows(tree)  # the workload must be valid on this fabric before anything is touched
     if a.events:
         from .faults import parse_timeline
 
-        parse_timeline(a.events, FatTree(k, a.prefix))
+        parse_timeline(a.events, tree)
     if a.payload + 58 > (st.mtu if st is not None else DEFAULT_MTU) + 14:
         raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
     out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
@@ -360,7 +379,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     else:
         spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
-                          seed=a.seed, pipe_size=a.pipe_size)
+                          seed=a.seed, pipe_size=a.pipe_size, topology=_topology(a, st))
         with Fabric(spec) as fab:
             result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     _print_result(a, result)
@@ -373,7 +392,7 @@ def cmd_scheme(a: argparse.Namespace) -> int:
     st = state.load(a.prefix)
     if st is None or not st.complete:
         raise FabricError(f"no fabric with prefix {a.prefix!r} is up (testbed up first)")
-    tree = FatTree(st.k, a.prefix)
+    tree = FatTree(st.k, a.prefix, st.topology)
     config = SchemeConfig(a.scheme, a.pipe_size)
     config.validate(tree.switch_ports)
     chosen = select_switches(tree, a.switches, a.seed)
@@ -432,12 +451,12 @@ def cmd_demo(a: argparse.Namespace) -> int:
     from .experiment import run_valid
     from .report import compare_table
 
-    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed)
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed, topology=a.topology or "fattree")
     need_root()
     con = _console()
     results = []
     with Fabric(spec) as fab:
-        con.print(f"built k={a.k} fat tree ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
+        con.print(f"built k={a.k} {spec.topology} ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
                   f"in {fab.times.total_s:.2f} s; link rate {format_rate(a.rate)}")
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for scheme in (Scheme.ECMP, Scheme.OFAN):
@@ -463,7 +482,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
     for c in configs:
         c.validate(FatTree(k).switch_ports)
-    RunParams(a.workload, a.size, a.load).flows(FatTree(k))
+    RunParams(a.workload, a.size, a.load).flows(FatTree(k, a.prefix, _topology(a, st)))
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
     if (out / "summary.csv").exists():
         raise RunError(f"{out} already holds a comparison")
@@ -481,7 +500,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
         with Fabric.attach(a.prefix) as fab:
             df = run_all(fab)
     else:
-        with Fabric(FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix)) as fab:
+        with Fabric(FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix,
+                               topology=_topology(a, st))) as fab:
             df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)

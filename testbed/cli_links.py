@@ -109,7 +109,7 @@ def _attached_tree(prefix: str) -> FatTree:
     st = state.load(prefix)
     if st is None or not st.complete:
         raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
-    return FatTree(st.k, prefix)
+    return FatTree(st.k, prefix, st.topology)
 
 
 def _set_and_wait(tree: FatTree, todo: list[Any], up: bool) -> dict[str, Any]:

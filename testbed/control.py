@@ -146,7 +146,7 @@ def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
                 if f != sw:
                     masks[(sw.nid, tree.edge_global(f))] = r.edge_mask(sw, f)
         elif sw.level is Level.AGG:
-            for pod in range(tree.k):
+            for pod in range(tree.pods):
                 if pod != sw.pod:
                     masks[(sw.nid, pod)] = r.agg_mask(sw, pod)
         for slot, p in enumerate(tree.downlinks(sw.name)):

@@ -219,7 +219,7 @@ def ar_thresholds(maps: Maps) -> tuple[int, ...]:
 
 def n_keys(tree: FatTree, level: Level) -> int:
     """Destination keys of a switch tier: destination edges (edge), pods (agg)."""
-    return tree.n_edges if level is Level.EDGE else tree.k
+    return tree.n_edges if level is Level.EDGE else tree.pods
 
 
 def lb_switches(tree: FatTree) -> list[Node]:

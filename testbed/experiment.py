@@ -74,7 +74,7 @@ class RunParams:
                             self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas)
 
     def flows(self, tree: FatTree) -> list[Flow]:
-        return make_spec(self.workload_spec(), tree.n_hosts, tree.n_hosts // tree.k)
+        return make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from . import dataplane, netlink, netns, state
 from .dataplane import Compiled, CompileThread, Dims, Maps
 from .netlink import Netlink, Request
 from .schemes import Scheme, SchemeConfig
-from .topology import FatTree, Node, validate_k
+from .topology import FatTree, Node
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
 DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing the rate")
@@ -52,6 +52,7 @@ class FabricSpec:
     buffer_bytes: int = DEFAULT_BUFFER_BYTES
     seed: int = 1
     pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
+    topology: str = "fattree"  # or "leafspine" (testbed.topology)
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -62,7 +63,7 @@ class FabricSpec:
             raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
         if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
             raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
-        validate_k(self.k)
+        self.tree()  # validates k, prefix and topology
         SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
 
     @property
@@ -70,7 +71,7 @@ class FabricSpec:
         return self.burst_bytes or DEFAULT_BURST_FRAMES * (self.mtu + ETH_HLEN)
 
     def tree(self) -> FatTree:
-        return FatTree(self.k, self.prefix)
+        return FatTree(self.k, self.prefix, self.topology)
 
 
 @dataclass
@@ -140,7 +141,7 @@ class Fabric:
         if st is None or not st.complete:
             raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
         spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
-                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes)
+                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology)
         fab = cls(spec)
         fab.owned = False
         fab.maps = Maps(prefix)
@@ -153,7 +154,7 @@ class Fabric:
         self._claimed = True
         t0 = time.perf_counter()
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
-                                     spec.scheme.label, time.time()))
+                                     spec.scheme.label, time.time(), topology=spec.topology))
         compiling = CompileThread(Dims.of(tree))
         netns.prepare_run_dir()
         socks: dict[str, Netlink] = {}
@@ -198,7 +199,7 @@ class Fabric:
                     pass
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
-                                     complete=True))
+                                     complete=True, topology=spec.topology))
         self.times.total_s = time.perf_counter() - t0
 
     def _veth_requests(self, fds: dict[str, int]) -> list[Request]:

@@ -295,8 +295,8 @@ def select_switches(tree: Any, which: str, seed: int) -> list[str]:
             pod = int(arg)
         except ValueError:
             raise SchemeError(f"pod:N needs an integer pod, got {which!r}") from None
-        if not 0 <= pod < tree.k:
-            raise SchemeError(f"pod must be in [0, {tree.k - 1}], got {pod}")
+        if not 0 <= pod < tree.pods:
+            raise SchemeError(f"pod must be in [0, {tree.pods - 1}], got {pod}")
         return [sw.name for sw in lb if sw.pod == pod]
     if kind == "random":
         try:

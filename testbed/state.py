@@ -22,6 +22,7 @@ class FabricState:
     prog_ids: dict[str, int] = field(default_factory=dict)
     pids: list[int] = field(default_factory=list)
     complete: bool = False
+    topology: str = "fattree"
 
 
 def path(prefix: str) -> str:

@@ -1,5 +1,14 @@
 """Fat-tree description: nodes, links, ports, names and addresses. Pure data.
 
+Two kinds, both built from k-port switches:
+
+- ``fattree``: the 3-level k-ary fat tree, k pods of k/2 edge and k/2
+  aggregation switches, (k/2)^2 cores, k^3/4 hosts;
+- ``leafspine``: the 2-level fat tree (paper section 6.3), one "pod" of k
+  leaves (edge switches, k/2 hosts each) fully meshed with k/2 spines
+  (aggregation switches with k downlinks and no uplinks), k^2/2 hosts.
+
+
 Nothing here touches the kernel. `FatTree(k)` records what the fabric is;
 `testbed.fabric` walks that record and creates the real objects.
 
@@ -137,20 +146,26 @@ def mac_str(mac: bytes) -> str:
     return ":".join(f"{b:02x}" for b in mac)
 
 
+KINDS = ("fattree", "leafspine")
+
+
 @dataclass(frozen=True)
 class FatTree:
-    """A 3-level k-ary fat tree (Al-Fares et al.): k pods, k/2 edge and k/2
-    aggregation switches per pod, (k/2)^2 cores, k^3/4 hosts."""
+    """A k-ary fat tree (Al-Fares et al.): 3 levels (`kind="fattree"`), or the
+    2-level leaf-spine (`kind="leafspine"`), see the module docstring."""
 
     k: int
     prefix: str = "tb"
+    kind: str = "fattree"
     nodes: tuple[Node, ...] = field(init=False, repr=False, compare=False)
     links: tuple[Link, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         validate_k(self.k)
         validate_prefix(self.prefix)
-        nodes, links = _build(self.k)
+        if self.kind not in KINDS:
+            raise TopologyError(f"topology must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        nodes, links = _build(self.k, self.kind == "leafspine")
         object.__setattr__(self, "nodes", nodes)
         object.__setattr__(self, "links", links)
         for n in nodes:
@@ -168,16 +183,36 @@ class FatTree:
         return self.k // 2
 
     @property
+    def pods(self) -> int:
+        return 1 if self.kind == "leafspine" else self.k
+
+    @property
+    def edges_per_pod(self) -> int:
+        return self.k if self.kind == "leafspine" else self.half
+
+    @property
+    def hosts_per_edge(self) -> int:
+        return self.half
+
+    @property
+    def hosts_per_pod(self) -> int:
+        return self.edges_per_pod * self.hosts_per_edge
+
+    @property
+    def n_cores(self) -> int:
+        return 0 if self.kind == "leafspine" else self.half**2
+
+    @property
     def n_hosts(self) -> int:
-        return self.k**3 // 4
+        return self.n_edges * self.hosts_per_edge
 
     @property
     def n_edges(self) -> int:
-        return self.k * self.half
+        return self.pods * self.edges_per_pod
 
     @property
     def n_switches(self) -> int:
-        return self.n_edges * 2 + self.half**2
+        return self.n_edges + self.pods * self.half + self.n_cores
 
     @property
     def n_ports(self) -> int:
@@ -256,17 +291,20 @@ class FatTree:
         return self.host_port(host).peer
 
     def edge_global(self, edge: Node) -> int:
-        return edge.pod * self.half + edge.index
+        return edge.pod * self.edges_per_pod + edge.index
 
     def ns(self, node: str) -> str:
         return f"{self.prefix}-{node}"
 
     # -- addresses ---------------------------------------------------------
     def host_ip(self, host: Node) -> ipaddress.IPv4Address:
-        return ipaddress.IPv4Address(f"10.{host.pod}.{_host_edge(host, self.half)}.{host.index + 2}")
+        return ipaddress.IPv4Address(f"10.{host.pod}.{self._host_edge(host)}.{host.index + 2}")
 
     def gateway_ip(self, host: Node) -> ipaddress.IPv4Address:
-        return ipaddress.IPv4Address(f"10.{host.pod}.{_host_edge(host, self.half)}.1")
+        return ipaddress.IPv4Address(f"10.{host.pod}.{self._host_edge(host)}.1")
+
+    def _host_edge(self, host: Node) -> int:
+        return (host.nid // self.hosts_per_edge) % self.edges_per_pod
 
     def host_by_ip(self, ip: str) -> Node:
         for h in self.hosts:
@@ -276,15 +314,11 @@ class FatTree:
 
     def hops(self, src: Node, dst: Node) -> int:
         """Links on a shortest path between two hosts."""
-        if src.pod == dst.pod and self.edge_of(src.name) == self.edge_of(dst.name):
+        if self.edge_of(src.name) == self.edge_of(dst.name):
             return 2
         if src.pod == dst.pod:
             return 4
         return 6
-
-
-def _host_edge(host: Node, half: int) -> int:
-    return (host.nid // half) % half
 
 
 def validate_k(k: int) -> None:
@@ -299,28 +333,30 @@ def validate_prefix(prefix: str) -> None:
         raise TopologyError(f"prefix must match {PREFIX_RE.pattern}, got {prefix!r}")
 
 
-def _build(k: int) -> tuple[tuple[Node, ...], tuple[Link, ...]]:
+def _build(k: int, leafspine: bool) -> tuple[tuple[Node, ...], tuple[Link, ...]]:
     half = k // 2
+    pods, edges = (1, k) if leafspine else (k, half)
     nodes: list[Node] = []
     hid = 0
-    for p in range(k):
-        for e in range(half):
+    for p in range(pods):
+        for e in range(edges):
             for i in range(half):
                 nodes.append(Node(f"h{p}_{e}_{i}", Level.HOST, p, i, hid))
                 hid += 1
     sid = 0
-    for p in range(k):
-        for e in range(half):
+    for p in range(pods):
+        for e in range(edges):
             nodes.append(Node(f"e{p}_{e}", Level.EDGE, p, e, sid))
             sid += 1
-    for p in range(k):
+    for p in range(pods):
         for a in range(half):
             nodes.append(Node(f"a{p}_{a}", Level.AGG, p, a, sid))
             sid += 1
-    for j in range(half):
-        for m in range(half):
-            nodes.append(Node(f"c{j}_{m}", Level.CORE, -1, j * half + m, sid))
-            sid += 1
+    if not leafspine:
+        for j in range(half):
+            for m in range(half):
+                nodes.append(Node(f"c{j}_{m}", Level.CORE, -1, j * half + m, sid))
+                sid += 1
 
     links: list[Link] = []
     gid = 0
@@ -330,16 +366,17 @@ def _build(k: int) -> tuple[tuple[Node, ...], tuple[Link, ...]]:
         links.append(Link(a, b, gid, gid + 1))
         gid += 2
 
-    for p in range(k):
-        for e in range(half):
+    for p in range(pods):
+        for e in range(edges):
             for i in range(half):
                 link(f"h{p}_{e}_{i}", f"e{p}_{e}")
-    for p in range(k):
-        for e in range(half):
+    for p in range(pods):
+        for e in range(edges):
             for a in range(half):
                 link(f"e{p}_{e}", f"a{p}_{a}")
-    for p in range(k):
-        for a in range(half):
-            for m in range(half):
-                link(f"a{p}_{a}", f"c{a}_{m}")
+    if not leafspine:
+        for p in range(pods):
+            for a in range(half):
+                for m in range(half):
+                    link(f"a{p}_{a}", f"c{a}_{m}")
     return tuple(nodes), tuple(links)

@@ -85,3 +85,20 @@ def test_all_pairs_ping_k6(scheme: Scheme) -> None:
         assert n == 54
         assert len(got) == n * (n - 1)
     assert leftovers("tf6") == []
+
+
+@pytest.mark.parametrize("k", [4, 8])
+def test_leaf_spine_forwards_and_balances(k: int) -> None:
+    from testbed.experiment import RunParams, run
+
+    with Fabric(FabricSpec(k=k, prefix=f"tls{k}", topology="leafspine", rate_bps=20_000_000)) as fab:
+        n = fab.tree.n_hosts
+        assert n == k * k // 2 and len(fab.tree.switches) == k + k // 2
+        assert len(all_pairs(fab.tree)) == n * (n - 1)
+        res = {s.label: run(fab, RunParams("permutation", 256 * 1024, 1.0, s, seed=1)).to_json()
+               for s in (Scheme.ECMP, Scheme.OFAN)}
+        for r in res.values():
+            assert r["packets_received"] == r["packets_sent"] == n * 64 and r["drops"] == 0
+            assert r["queues"]["agg_core"]["max_pkts"] == 0  # no core tier
+        assert res["ofan"]["queues"]["edge_agg"]["max_pkts"] <= res["ecmp"]["queues"]["edge_agg"]["max_pkts"]
+    assert leftovers(f"tls{k}") == []

@@ -82,3 +82,26 @@ def test_bad_prefix(prefix: str) -> None:
 def test_namespace_names_carry_prefix() -> None:
     t = FatTree(4, "lab1")
     assert t.ns("e0_0") == "lab1-e0_0"
+
+
+@pytest.mark.parametrize("k", [4, 8, 16])
+def test_leaf_spine(k: int) -> None:
+    t = FatTree(k, kind="leafspine")
+    assert t.n_hosts == k * k // 2 and t.pods == 1
+    assert sum(1 for n in t.nodes if n.level is Level.EDGE) == k
+    assert sum(1 for n in t.nodes if n.level is Level.AGG) == k // 2
+    assert not any(n.level is Level.CORE for n in t.nodes)
+    for sw in t.switches:
+        if sw.level is Level.EDGE:
+            assert len(t.uplinks(sw.name)) == k // 2 and len(t.downlinks(sw.name)) == k // 2
+        else:
+            assert t.uplinks(sw.name) == () and len(t.downlinks(sw.name)) == k
+    assert {p.stage for p in t.ports} == {Stage.HOST_EDGE, Stage.EDGE_AGG, Stage.AGG_EDGE, Stage.EDGE_HOST}
+    ips = {t.host_ip(h) for h in t.hosts}
+    assert len(ips) == t.n_hosts
+    assert str(t.host_ip(t.by_name[f"h0_{k - 1}_0"])) == f"10.0.{k - 1}.2"
+
+
+def test_unknown_topology() -> None:
+    with pytest.raises(TopologyError, match="topology"):
+        FatTree(4, kind="torus")

@@ -116,17 +116,22 @@ class Sampler:
         return self
 
     def stop(self) -> None:
+        """Stop, with one last sample: the series ends on the state after delivery."""
         self._stop.set()
         self._thread.join()
+        self._sample()
+
+    def _sample(self) -> None:
+        qs = self.maps.port_q.read_array(self._n)
+        self.times_ns.append(time.monotonic_ns())
+        self.pkts.append([signed(qs[i].pkts) for i in self._idx])
+        self.bytes.append([signed(qs[i].bytes) for i in self._idx])
 
     def _loop(self) -> None:
         period = 1.0 / self.hz
         nxt = time.monotonic()
         while not self._stop.is_set():
-            qs = self.maps.port_q.read_array(self._n)
-            self.times_ns.append(time.monotonic_ns())
-            self.pkts.append([signed(qs[i].pkts) for i in self._idx])
-            self.bytes.append([signed(qs[i].bytes) for i in self._idx])
+            self._sample()
             nxt += period
             delay = nxt - time.monotonic()
             if delay > 0:

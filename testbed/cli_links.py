@@ -76,7 +76,7 @@ def cmd_controld(a: argparse.Namespace) -> int:
     with Fabric.attach(a.prefix) as fab:
         assert fab.maps is not None
         w = Watcher(fab.tree, fab.maps).open()
-        signal.signal(signal.SIGTERM, lambda *_: w._stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: w.request_stop())
         with open(state.side_files(a.prefix)[2], "w") as f:
             f.write(f"{os.getpid()}\n")
         try:

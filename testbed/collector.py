@@ -188,7 +188,7 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     time t, and each host's last link (a token bucket at line rate) delivers at
     most as much. A TBF with tokens releases a packet at once, so an emulated
     hop adds no serialisation delay of its own: the bound has no per-hop term
-    (see the README, "CCT and its lower bound"). The same bound serves every
+    (see the README, "Measurements"). The same bound serves every
     workload (the paper uses naive bounds beyond permutations)."""
     sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
     send_s = max(max(0, b - burst_bytes) * 8 / host_rate_bps for b in sent.values())

@@ -21,6 +21,7 @@ import os
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,23 +267,30 @@ class QdiscStats:
     overlimits: int
 
 
+def _dump_all(tree: FatTree, msg_type: int, body: bytes, decoder: Any) -> Iterator[Any]:
+    """Every message of one dump request, in every namespace of the fabric,
+    decoded with a pyroute2 message class."""
+    for node in tree.nodes:
+        with netns.entered(tree.ns(node.name)), Netlink() as nl:
+            for raw in nl.dump(msg_type, body):
+                m = decoder(raw)
+                m.decode()
+                yield m
+
+
 def qdisc_stats(tree: FatTree) -> dict[int, QdiscStats]:
-    """TBF counters of every port, by ifindex (one dump per namespace)."""
+    """TBF counters of every port, by ifindex."""
     from pyroute2.netlink.rtnl.tcmsg import tcmsg
 
     out: dict[int, QdiscStats] = {}
-    for node in tree.nodes:
-        with netns.entered(tree.ns(node.name)), Netlink() as nl:
-            for raw in nl.dump(netlink.RTM_GETQDISC, netlink.dump_qdiscs_body()):
-                m = tcmsg(raw)
-                m.decode()
-                if m.get_attr("TCA_KIND") != "tbf":
-                    continue
-                st = m.get_attr("TCA_STATS2")
-                q = st.get_attr("TCA_STATS_QUEUE")
-                b = st.get_attr("TCA_STATS_BASIC")
-                out[m["index"]] = QdiscStats(m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"],
-                                             q["qlen"], q["overlimits"])
+    for m in _dump_all(tree, netlink.RTM_GETQDISC, netlink.dump_qdiscs_body(), tcmsg):
+        if m.get_attr("TCA_KIND") != "tbf":
+            continue
+        st = m.get_attr("TCA_STATS2")
+        q = st.get_attr("TCA_STATS_QUEUE")
+        b = st.get_attr("TCA_STATS_BASIC")
+        out[m["index"]] = QdiscStats(m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"], q["qlen"],
+                                     q["overlimits"])
     return out
 
 
@@ -290,15 +298,8 @@ def link_states(tree: FatTree) -> dict[int, str]:
     """Operational state (UP, DOWN, ...) of every port, by ifindex."""
     from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
-    out: dict[int, str] = {}
-    for node in tree.nodes:
-        with netns.entered(tree.ns(node.name)), Netlink() as nl:
-            for raw in nl.dump(netlink.RTM_GETLINK, netlink.dump_links_body()):
-                m = ifinfmsg(raw)
-                m.decode()
-                if m["index"] != 1:
-                    out[m["index"]] = str(m.get_attr("IFLA_OPERSTATE"))
-    return out
+    return {m["index"]: str(m.get_attr("IFLA_OPERSTATE"))
+            for m in _dump_all(tree, netlink.RTM_GETLINK, netlink.dump_links_body(), ifinfmsg) if m["index"] != 1}
 
 
 def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int) -> None:

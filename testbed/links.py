@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import socket
 import struct
 import threading
 import time
@@ -115,8 +116,12 @@ class Watcher:
         self._thread.start()
         return self
 
-    def stop(self) -> None:
+    def request_stop(self) -> None:
+        """Make loop() return (safe from a signal handler)."""
         self._stop.set()
+
+    def stop(self) -> None:
+        self.request_stop()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self.close()
@@ -138,7 +143,7 @@ class Watcher:
     def _drain(self, nl: Netlink) -> None:
         while True:
             try:
-                data = nl.sock.recv(1 << 20, socket_flags())
+                data = nl.sock.recv(1 << 20, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 return
             for mtype, _seq, payload in netlink.messages(data):
@@ -206,10 +211,6 @@ class Watcher:
         fixed.area_bytes = (q.area_bytes + b * now) % U64
         self.maps.port_q.set(ifindex, fixed)
         return n
-
-
-def socket_flags() -> int:
-    return 0x40  # MSG_DONTWAIT
 
 
 def wait_for_event(prefix: str, after_seq: int, timeout_s: float = 5.0) -> dict[str, Any] | None:

@@ -142,10 +142,6 @@ def mac_of(gid: int) -> bytes:
     return bytes(MAC_OUI) + gid.to_bytes(3, "big")
 
 
-def mac_str(mac: bytes) -> str:
-    return ":".join(f"{b:02x}" for b in mac)
-
-
 KINDS = ("fattree", "leafspine")
 
 
@@ -312,13 +308,6 @@ class FatTree:
                 return h
         raise KeyError(ip)
 
-    def hops(self, src: Node, dst: Node) -> int:
-        """Links on a shortest path between two hosts."""
-        if self.edge_of(src.name) == self.edge_of(dst.name):
-            return 2
-        if src.pod == dst.pod:
-            return 4
-        return 6
 
 
 def validate_k(k: int) -> None:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import itertools
 import random
 
 import pytest
@@ -85,8 +84,7 @@ def test_orders_differ_between_concurrent_pointers() -> None:
     basis = schemes.choose_basis(4)
     orders = {schemes.canonical_cycle(schemes.ofan_order(pid, basis)) for pid in range(16)}
     assert len(orders) > 1
-    assert all(len(o) == 4 for o in orders)
-    assert list(itertools.islice(orders, 1))
+    assert all(sorted(o) == [0, 1, 2, 3] for o in orders)
 
 
 @pytest.mark.parametrize("w", [2, 3, 4, 6])

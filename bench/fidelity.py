@@ -14,10 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from testbed.experiment import RunParams, run
-from testbed.fabric import Fabric, FabricSpec
-from testbed.schemes import Scheme
-from testbed.units import parse_rate, parse_size
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run
+from testbed.topology.units import parse_rate, parse_size
 
 
 def main() -> None:

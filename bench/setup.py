@@ -16,7 +16,7 @@ import json
 import statistics
 import time
 
-from testbed.fabric import Fabric, FabricSpec
+from testbed.fabric.build import Fabric, FabricSpec
 
 TARGET_UP_S = {4: 0.5, 8: 2.0}
 

@@ -1,7 +1,7 @@
 /* lb_queue.h: schemes that read the uplinks' queues (exact occupancy, bytes).
  *
  * Contract: each returns a valid uplink slot (bit set in `mask`, never 0
- * here) of switch sw. Mirrored by testbed.schemes.jsq_port, ar_port and
+ * here) of switch sw. Mirrored by testbed.dataplane.models.jsq_port, ar_port and
  * drill_port. Invalid uplinks score worst and are never chosen.
  *   jsq:   the valid uplink with the fewest queued bytes; among ties, the
  *          (draw mod ties)-th tied uplink in slot order (section 3.1).

@@ -1,6 +1,6 @@
 /* maps.h: every map of the switch program, declared once.
  *
- * Sizes come from -D flags set by testbed/dataplane.py:
+ * Sizes come from -D flags set by testbed/dataplane/compile.py:
  *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
  *   K (ports of a switch), N_KEYS (destination keys per switch: max of the
  *   number of edge switches and k), N_PTR (pointer slots per switch and pipe).

@@ -1,7 +1,7 @@
 /* shared.h: structs and constants shared between the eBPF switch and Python.
  *
  * Contract: every struct here is mirrored once, field by field, in
- * testbed/dataplane.py (ctypes). Change both together. All integer fields are
+ * testbed/dataplane/maps.py (ctypes). Change both together. All integer fields are
  * host-endian; times are bpf_ktime_get_ns() (CLOCK_MONOTONIC) nanoseconds.
  */
 #pragma once
@@ -12,7 +12,7 @@
 #define LEVEL_AGG  2
 #define LEVEL_CORE 3
 
-/* Load-balancing schemes (testbed.schemes.Scheme). */
+/* Load-balancing schemes (testbed.dataplane.schemes.Scheme). */
 #define SCHEME_ECMP  0
 #define SCHEME_OFAN  1
 #define SCHEME_RPS   2
@@ -31,6 +31,7 @@
 #define CLASS_DATA  0
 #define CLASS_SMALL 1
 #define N_CLASSES   2
+#define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */
 
 /* Port of a switch or host: port_info[ifindex]. */
 struct port_info {

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from typing import Any
 
-from testbed import dataplane, state
+from testbed.dataplane.maps import pin_dir
+from testbed.fabric import state
 
 
 def leftovers(prefix: str) -> list[str]:
@@ -17,8 +18,8 @@ def leftovers(prefix: str) -> list[str]:
         out += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(prefix + "-")]
     except FileNotFoundError:
         pass
-    if os.path.exists(dataplane.pin_dir(prefix)):
-        out.append(f"pinned {dataplane.pin_dir(prefix)}")
+    if os.path.exists(pin_dir(prefix)):
+        out.append(f"pinned {pin_dir(prefix)}")
     if os.path.exists(state.path(prefix)):
         out.append(f"state {state.path(prefix)}")
     out += [f"file {f}" for f in state.side_files(prefix) if os.path.exists(f)]

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed import dataplane
-from testbed.fabric import Fabric, FabricError, FabricSpec
-from testbed.reach import all_pairs
-from testbed.schemes import Scheme
+from testbed.dataplane import switches
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.build import Fabric, FabricError, FabricSpec
+from testbed.fabric.reach import all_pairs
 
 from .helpers import leftovers
 
@@ -62,7 +62,7 @@ def test_second_fabric_with_same_prefix_is_refused(fab4: Fabric) -> None:
 @pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])
 def test_all_pairs_ping_k4(fab4: Fabric, scheme: Scheme) -> None:
     assert fab4.maps is not None
-    dataplane.set_scheme(fab4.maps, fab4.tree, scheme, seed=3)
+    switches.set_scheme(fab4.maps, fab4.tree, scheme, seed=3)
     got = all_pairs(fab4.tree)
     n = fab4.tree.n_hosts
     assert len(got) == n * (n - 1)
@@ -89,7 +89,7 @@ def test_all_pairs_ping_k6(scheme: Scheme) -> None:
 
 @pytest.mark.parametrize("k", [4, 8])
 def test_leaf_spine_forwards_and_balances(k: int) -> None:
-    from testbed.experiment import RunParams, run
+    from testbed.run.experiment import RunParams, run
 
     with Fabric(FabricSpec(k=k, prefix=f"tls{k}", topology="leafspine", rate_bps=20_000_000)) as fab:
         n = fab.tree.n_hosts

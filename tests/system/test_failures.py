@@ -11,11 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from testbed import control, dataplane, faults, links
-from testbed.experiment import RunParams, run
-from testbed.fabric import Fabric, FabricSpec
-from testbed.reach import all_pairs
-from testbed.schemes import Scheme
+from testbed.dataplane import control
+from testbed.dataplane.compile import Dims
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric import links
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.fabric.reach import all_pairs
+from testbed.run import faults
+from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
 
 from .helpers import cli, leftovers
@@ -35,7 +38,7 @@ def fab() -> Iterator[Fabric]:
 def _masks_and_routes(fab: Fabric) -> tuple[dict[tuple[int, int], int], dict[tuple[int, int], int]]:
     tree, maps = fab.tree, fab.maps
     assert maps is not None
-    nk = dataplane.Dims.of(tree).n_keys
+    nk = Dims.of(tree).n_keys
     fresh = control.routing(tree, faults.current_failed(tree))
     masks = {key: int(maps.uplink_mask.get(key[0] * nk + key[1]).value) for key in fresh.masks}
     routes = {key: int(maps.downlinks.get(key[0] * tree.k + key[1]).value) for key in fresh.downlinks}

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from testbed.experiment import RunParams, run, run_valid
-from testbed.fabric import Fabric, FabricSpec
-from testbed.schemes import Scheme
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run, run_valid
 
 from .helpers import require_valid
 

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from testbed import dataplane, schemes
-from testbed.dataplane import Compiled, Dims, Maps, PortQ, SkBuff, prog_test_run
-from testbed.schemes import PIPES_PER_CPU, Decision, Scheme, SchemeConfig
+from testbed.dataplane import models, switches
+from testbed.dataplane.compile import Compiled, Dims
+from testbed.dataplane.maps import Maps, PortQ, SkBuff, prog_test_run, unpin
+from testbed.dataplane.models import Decision
+from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
 
 pytestmark = pytest.mark.root
@@ -46,18 +48,18 @@ def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
     k = request.param
     prefix = f"td{k}"
     tree = FatTree(k, prefix)
-    dataplane.unpin(prefix)
+    unpin(prefix)
     compiled = Compiled(Dims.of(tree), test_run=True)
     compiled.pin(prefix)
     maps = Maps(prefix)
     try:
-        dataplane.program(maps, tree)
-        dataplane.set_scheme(maps, tree, Scheme.ECMP, seed=1)
-        yield Harness(tree, compiled, maps, schemes.choose_basis(tree.w))
+        switches.program(maps, tree)
+        switches.set_scheme(maps, tree, Scheme.ECMP, seed=1)
+        yield Harness(tree, compiled, maps, models.choose_basis(tree.w))
     finally:
         maps.close()
         compiled.close()
-        dataplane.unpin(prefix)
+        unpin(prefix)
 
 
 def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int) -> bytes:
@@ -90,8 +92,8 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     unless `mask` is given); return (kernel slot, model slot, inputs)."""
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
-    cls = rng.choice((schemes.CLASS_DATA, schemes.CLASS_SMALL))
-    frame_len = 1500 if cls == schemes.CLASS_DATA else 64
+    cls = rng.choice((models.CLASS_DATA, models.CLASS_SMALL))
+    frame_len = 1500 if cls == models.CLASS_DATA else 64
     sport = rng.randrange(1024, 65536)
     ups = tree.uplinks(sw.name)
     local = tree.local_index(inport)
@@ -99,14 +101,14 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     cfg = maps.switch_cfg.get(sw.nid)
     cfg.scheme, cfg.pipe_size, cfg.seed = int(config.scheme), config.pipe_size, rng.getrandbits(32)
     maps.switch_cfg.set(sw.nid, cfg)
-    pid = schemes.pointer_id(d, n_keys, cls)
+    pid = models.pointer_id(d, n_keys, cls)
     pointer = rng.getrandbits(40)
     if config.scheme is Scheme.RR:
         maps.rr_ptr.set(sw.nid, pointer)
     elif config.scheme is Scheme.OFAN:
         maps.ofan_ptr.set((sw.nid * tree.k + 0) * dims.n_ptr + pid, pointer)
     elif config.scheme is Scheme.POFAN and config.pipe_size != PIPES_PER_CPU:
-        pipe = schemes.pofan_pipe(local, config.pipe_size, tree.k)
+        pipe = models.pofan_pipe(local, config.pipe_size, tree.k)
         maps.ofan_ptr.set((sw.nid * tree.k + pipe) * dims.n_ptr + pid, pointer)
     elif config.scheme is Scheme.POFAN:
         maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [pointer] * maps.ofan_ptr_cpu.ncpu)
@@ -129,10 +131,10 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
 
     x = Decision(config=config, w=tree.w, n_ports=tree.k, d=d, n_keys=n_keys, cls=cls, local_port=local,
                  pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
-                 thresholds=dataplane.ar_thresholds(maps), ecmp_seed=cfg.seed,
+                 thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
                              struct.pack("!HH", sport, 4791), 17), mask=valid)
-    model_slot, steps = schemes.decide(x, hs.basis)
+    model_slot, steps = models.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
     # state after the decision: pointers advanced once per pointer value tried
@@ -148,11 +150,16 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     return kernel_slot, model_slot, x
 
 
+# The schemes the differential test compares with their models: every scheme of the registry
+# (tests/unit/test_scheme_registry.py checks it; docs/adding-a-scheme.md, step 6).
+DIFFERENTIAL_SCHEMES = (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL,
+                        Scheme.POFAN)
+
+
 def configs(k: int) -> list[SchemeConfig]:
+    """Every differential scheme; pOfan with every pipe size that divides k, and per-CPU pointers."""
     pipes = [p for p in range(1, k + 1) if k % p == 0] + [PIPES_PER_CPU]
-    return ([SchemeConfig(s) for s in (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR,
-                                       Scheme.DRILL)]
-            + [SchemeConfig(Scheme.POFAN, p) for p in pipes])
+    return [SchemeConfig(s, p) for s in DIFFERENTIAL_SCHEMES for p in (pipes if s is Scheme.POFAN else [4])]
 
 
 def test_kernel_matches_model(h: Harness) -> None:
@@ -170,8 +177,8 @@ def test_ofan_pointer_rotates_through_every_uplink(h: Harness) -> None:
     """w consecutive packets to one destination edge take w different uplinks."""
     tree = h.tree
     rng = random.Random(7)
-    dataplane.program(h.maps, tree)  # every uplink valid again
-    dataplane.set_scheme(h.maps, tree, Scheme.OFAN, seed=3)
+    switches.program(h.maps, tree)  # every uplink valid again
+    switches.set_scheme(h.maps, tree, Scheme.OFAN, seed=3)
     sw = tree.by_name["e0_0"]
     src = tree.by_name["h0_0_0"]
     for dst_name in ("h1_0_0", f"h{tree.k - 1}_1_1"):
@@ -232,10 +239,10 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
     w = tree.w
     firsts = []
     for seed in (1, 2):
-        dataplane.reset_state(maps, tree, seed)
+        switches.reset_state(maps, tree, seed)
         snapshot = []
-        for sw in dataplane.lb_switches(tree):
-            nk = dataplane.n_keys(tree, sw.level)
+        for sw in switches.lb_switches(tree):
+            nk = switches.n_keys(tree, sw.level)
             for pipe in range(tree.k):
                 base = (sw.nid * tree.k + pipe) * dims.n_ptr
                 data = [int(maps.ofan_ptr.get(base + d).value) for d in range(nk)]
@@ -251,8 +258,8 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
         assert len(set(snapshot)) == w  # random starts use every value
     assert firsts[0] != firsts[1]
     # the same seed gives the same state
-    dataplane.reset_state(maps, tree, 1)
-    first_sw = [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in dataplane.lb_switches(tree)]
-    dataplane.reset_state(maps, tree, 1)
+    switches.reset_state(maps, tree, 1)
+    first_sw = [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)]
+    switches.reset_state(maps, tree, 1)
     assert first_sw == [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value)
-                        for sw in dataplane.lb_switches(tree)]
+                        for sw in switches.lb_switches(tree)]

@@ -6,16 +6,17 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from testbed import dataplane
-from testbed.experiment import RunParams, run
-from testbed.fabric import Fabric, FabricSpec
-from testbed.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
+from testbed.dataplane import switches
+from testbed.dataplane.maps import Maps
+from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run
 
 from .helpers import cli, leftovers
 
@@ -43,7 +44,7 @@ def test_every_scheme_forwards_everything(fab: Fabric, config: SchemeConfig) -> 
     assert sum(sum(s["uplink_pkts"]) for s in r["switches"].values()) > 0
 
 
-def _uplink_counts(maps: dataplane.Maps, n: int) -> list[int]:
+def _uplink_counts(maps: Maps, n: int) -> list[int]:
     return [int(maps.uplink_pkts.get(i).value) for i in range(n)]
 
 
@@ -61,12 +62,12 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
     before = _uplink_counts(fab.maps, n)
     time.sleep(0.05)
     during_ecmp = [b - a for a, b in zip(before, _uplink_counts(fab.maps, n))]
-    edges = [sw for sw in dataplane.lb_switches(tree) if sw.level.name == "EDGE"]
+    edges = [sw for sw in switches.lb_switches(tree) if sw.level.name == "EDGE"]
     idle = [(sw, slot) for sw in edges for slot in range(tree.w)
             if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w:(sw.nid + 1) * tree.w])]
-    with dataplane.Maps(tree.prefix) as other:  # as another process would
-        apply_s = dataplane.apply_schemes(other, tree, {sw.name: SchemeConfig(Scheme.OFAN)
-                                                        for sw in dataplane.lb_switches(tree)})
+    with Maps(tree.prefix) as other:  # as another process would
+        apply_s = switches.apply_schemes(other, tree, {sw.name: SchemeConfig(Scheme.OFAN)
+                                                        for sw in switches.lb_switches(tree)})
     t_switch = time.perf_counter()
     first_use: dict[tuple[str, int], float] = {}
     base = _uplink_counts(fab.maps, n)

@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from testbed import netns, results
-from testbed.experiment import RunParams, run
-from testbed.fabric import Fabric, FabricSpec
-from testbed.schemes import Scheme
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric import netns
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.measure import results
+from testbed.run.experiment import RunParams, run
 
 from .helpers import cli, leftovers, require_valid
 

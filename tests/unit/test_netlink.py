@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import struct
 
-from testbed import netlink
+from testbed.fabric import netlink
 
 
 def test_attr_padding() -> None:

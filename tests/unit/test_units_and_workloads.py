@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-
 import pytest
 
-from testbed.traffic import workloads
-from testbed.traffic.workloads import WorkloadSpec
-from testbed.traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
-from testbed.units import format_rate, parse_rate, parse_size
+from testbed.topology.units import format_rate, parse_rate, parse_size
+from traffic import workloads
+from traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
+from traffic.workloads import WorkloadSpec
 
 
 @pytest.mark.parametrize("text,bps", [("100mbit", 10**8), ("1gbit", 10**9), ("500kbit", 5 * 10**5),
@@ -88,9 +87,9 @@ def test_moe_builtin_skew_and_eplb() -> None:
 
 
 def test_moe_from_files(tmp_path: object) -> None:
-    import numpy as np
-
     from pathlib import Path
+
+    import numpy as np
 
     d = Path(str(tmp_path))
     m = np.arange(16).reshape(4, 4) * 100

@@ -1,0 +1,82 @@
+/* host.c: the host NICs of the data plane.
+ *
+ * Entry points (SCHED_CLS, direct action):
+ *   host_egress     TC egress of a host NIC: account the NIC queue.
+ *   host_ingress    TC ingress of a host NIC: account the last hop, count
+ *                   RoCEv2 packets per flow and consume them (the host stack
+ *                   never sees them, so no ICMP errors flow back), or, with
+ *                   ACKs on, turn each data packet into its ACK and send it
+ *                   back out of the NIC; count the ACKs that come back.
+ * Compiled together with switch.c into one object: the maps are shared.
+ * Every program writes its result to cb[0] for BPF_PROG_TEST_RUN.
+ */
+
+#include "shared.h"
+#include "maps.h"
+#include "parse.h"
+#include "queue.h"
+#include "ack.h"
+
+int host_egress(struct __sk_buff *skb)
+{
+    queue_add(skb->ifindex, skb->len, bpf_ktime_get_ns());
+    skb->cb[0] = skb->ifindex;
+    return TC_ACT_OK;
+}
+
+int host_ingress(struct __sk_buff *skb)
+{
+    __u64 now = bpf_ktime_get_ns();
+    __u32 in = skb->ifindex;
+    struct port_info *pi = port_info.lookup(&in);
+    if (pi)
+        queue_sub(pi->peer_ifindex, skb->len, now);
+
+    struct tb_eth *eth;
+    struct tb_ipv4 *ip;
+    struct tb_udp *udp;
+    struct tb_bth *b = parse_roce((void *)(long)skb->data, (void *)(long)skb->data_end, &eth, &ip, &udp);
+    if (!b)
+        return TC_ACT_OK;
+
+    __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
+    skb->cb[0] = flow;
+    if (b->opcode == OPCODE_RC_ACK) {
+        struct ack_rx zero_ack = {};
+        struct ack_rx *a = ack_rx.lookup_or_try_init(&flow, &zero_ack);
+        if (!a)
+            return TC_ACT_STOLEN;
+        __sync_fetch_and_add(&a->acks, 1);
+        queue_set_once(&a->first_ns, now);
+        a->last_ns = now;
+        return TC_ACT_STOLEN;
+    }
+
+    __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
+    struct flow_rx zero_flow = {};
+    struct flow_rx *f = flow_rx.lookup_or_try_init(&flow, &zero_flow);
+    if (!f)
+        return TC_ACT_STOLEN;
+    __sync_fetch_and_add(&f->pkts, 1);
+    __sync_fetch_and_add(&f->bytes, skb->len);
+    queue_set_once(&f->first_ns, now);
+    f->last_ns = now;
+    __u64 seen = f->max_psn; /* highest PSN so far + 1 */
+    if (psn + 1 > seen) {
+        f->max_psn = psn + 1;
+    } else {
+        __sync_fetch_and_add(&f->ooo, 1);
+        queue_raise_max(&f->max_disp, seen - 1 - psn);
+    }
+
+    __u32 zero_key = 0;
+    struct run_cfg *rc = run_cfg.lookup(&zero_key);
+    if (!rc || !rc->acks)
+        return TC_ACT_STOLEN;
+    __u32 out = ack_reflect(skb);
+    if (!out) {
+        maps_count(CNT_ACK_ERR);
+        return TC_ACT_SHOT;
+    }
+    return bpf_redirect(out, 0);
+}

@@ -1,0 +1,58 @@
+"""Layer 6, the `testbed` command: the only layer that prints. Commands by
+group (fabric_cmds, run_cmds, link_cmds), their shared arguments (args), rich
+tables (tables) and figures (plots). May import every layer below it.
+
+Every argument is checked before any kernel object is touched; a bad one
+gives a one-line error on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from . import fabric_cmds, link_cmds, run_cmds
+from .args import Parser, UsageError
+
+# name -> (adds its parser, runs it), in the order `testbed --help` lists them
+COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]] = {
+    "up": (fabric_cmds.add_up, fabric_cmds.cmd_up),
+    "status": (fabric_cmds.add_status, fabric_cmds.cmd_status),
+    "run": (run_cmds.add_run, run_cmds.cmd_run),
+    "scheme": (fabric_cmds.add_scheme, fabric_cmds.cmd_scheme),
+    "fail": (link_cmds.add_fail, link_cmds.cmd_fail),
+    "heal": (link_cmds.add_heal, link_cmds.cmd_heal),
+    "flap": (link_cmds.add_flap, link_cmds.cmd_flap),
+    "controld": (link_cmds.add_controld, link_cmds.cmd_controld),
+    "down": (fabric_cmds.add_down, fabric_cmds.cmd_down),
+    "clean": (fabric_cmds.add_clean, fabric_cmds.cmd_clean),
+    "ping": (fabric_cmds.add_ping, fabric_cmds.cmd_ping),
+    "compare": (run_cmds.add_compare, run_cmds.cmd_compare),
+    "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
+    "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = Parser(prog="testbed", description="Fat-tree load-balancing testbed on the real kernel.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
+    for add, _ in COMMANDS.values():
+        add(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        a = build_parser().parse_args(argv)
+        return COMMANDS[a.cmd][1](a)
+    except UsageError as e:
+        print(f"testbed: error: {e}", file=sys.stderr)
+        return 2
+    except (ValueError, RuntimeError, OSError) as e:
+        print(f"testbed: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("testbed: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,134 @@
+"""Command-line arguments shared by the commands: value types that check
+their input (so a bad value is one line and exit status 2, before any kernel
+object is touched), the options every command takes, and small checks."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any, NoReturn
+
+from ..dataplane.schemes import Scheme, SchemeError, parse_pipe_size
+from ..fabric import state
+from ..fabric.build import DEFAULT_RATE_BPS, FabricError
+from ..run.params import RunError
+from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
+from ..topology.units import format_rate, parse_rate, parse_size
+
+RATE_HELP = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
+PIPE_HELP = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
+
+
+class UsageError(Exception):
+    """Bad command-line input: printed as one line, exit status 2."""
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def k_value(text: str) -> int:
+    try:
+        k = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"k must be an integer, got {text!r}") from None
+    try:
+        validate_k(k)
+    except TopologyError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return k
+
+
+def rate(text: str) -> int:
+    try:
+        return parse_rate(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def load(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"load must be a number, got {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"load must be in (0, 1], got {text}")
+    return v
+
+
+def scheme(text: str) -> Scheme:
+    try:
+        return Scheme.parse(text)
+    except SchemeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def pipe(text: str) -> int:
+    try:
+        return parse_pipe_size(text)
+    except SchemeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def prefix(text: str) -> str:
+    try:
+        validate_prefix(text)
+    except TopologyError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
+def positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
+    return v
+
+
+def add_topology(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--topology", choices=KINDS, default=None,
+                    help="fattree (3 levels, default) or leafspine (2 levels, k^2/2 hosts)")
+
+
+def add_common(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--prefix", type=prefix, default="tb", help="name prefix of every kernel object (default tb)")
+
+
+def topology_of(a: argparse.Namespace, st: state.FabricState | None) -> str:
+    """The topology of a command: the fabric's if one is up (a different
+    --topology is an error), else --topology, else a fat tree."""
+    if st is not None:
+        if a.topology is not None and a.topology != st.topology:
+            raise RunError(f"--topology {a.topology} differs from the fabric that is up ({st.topology})")
+        return st.topology
+    return str(a.topology or "fattree")
+
+
+def attached_tree(prefix: str) -> FatTree:
+    """The description of the fabric that is up under `prefix`."""
+    st = state.load(prefix)
+    if st is None or not st.complete:
+        raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
+    return FatTree(st.k, prefix, st.topology)
+
+
+def need_root() -> None:
+    if os.geteuid() != 0:
+        raise FabricError("must run as root (sudo ./scripts/testbed ...)")
+
+
+def console(stderr: bool = False) -> Any:
+    from rich.console import Console
+
+    return Console(stderr=stderr)

@@ -1,0 +1,159 @@
+"""The commands that build, describe, change and remove a fabric: up,
+status, scheme set, down, clean, ping."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..dataplane import switches
+from ..dataplane.schemes import Scheme, SchemeConfig, names, select_switches
+from ..fabric import netns, state
+from ..fabric.build import DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
+from ..fabric.clean import clean
+from ..topology.units import format_rate
+from . import args
+from .link_cmds import start_controld
+
+
+def add_up(sub: Any) -> None:
+    up = sub.add_parser("up", help="build a fat tree and leave it up")
+    up.add_argument("--k", type=args.k_value, required=True)
+    up.add_argument("--rate", type=args.rate, default=DEFAULT_RATE_BPS, help=args.RATE_HELP)
+    up.add_argument("--scheme", type=args.scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
+    up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
+    up.add_argument("--seed", type=int, default=1)
+    args.add_topology(up)
+    args.add_common(up)
+
+
+def cmd_up(a: argparse.Namespace) -> int:
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
+                      pipe_size=a.pipe_size, topology=a.topology or "fattree")
+    args.need_root()
+    fab = Fabric(spec)
+    try:
+        fab.build()
+    except BaseException:
+        fab.teardown()
+        raise
+    times = fab.times
+    try:
+        start_controld(a.prefix)
+    except BaseException:
+        fab.teardown()
+        raise
+    if fab.maps is not None:
+        fab.maps.close()
+    if fab.compiled is not None:
+        fab.compiled.close()  # the filters keep the programs; the pins keep the maps
+    t = fab.tree
+    print(f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
+          f"rate {format_rate(a.rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
+          f"(built in {times.total_s:.2f} s)")
+    return 0
+
+
+def add_status(sub: Any) -> None:
+    st = sub.add_parser("status", help="describe the fabric that is up")
+    st.add_argument("--json", action="store_true")
+    args.add_common(st)
+
+
+def cmd_status(a: argparse.Namespace) -> int:
+    from ..fabric.status import status
+
+    args.need_root()
+    st = status(a.prefix)
+    if a.json:
+        print(json.dumps(st))
+    else:
+        from .tables import status_table
+
+        args.console().print(status_table(st))
+    return 0
+
+
+def add_scheme(sub: Any) -> None:
+    sch = sub.add_parser("scheme", help="change LB schemes on the fabric that is up (map writes only)")
+    sch_sub = sch.add_subparsers(dest="scheme_cmd", required=True)
+    sset = sch_sub.add_parser("set", help="set the scheme of some or all LB switches")
+    sset.add_argument("scheme", type=args.scheme, help=f"one of {', '.join(names())}")
+    sset.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
+    sset.add_argument("--switches", default="all", help="all, edge, agg, pod:N or random:F (default all)")
+    sset.add_argument("--seed", type=int, default=1, help="draws random:F and the fresh pointer state")
+    sset.add_argument("--reset-pointers", action=argparse.BooleanOptionalAction, default=True,
+                      help="fresh random pointer state for the chosen switches (default on)")
+    sset.add_argument("--json", action="store_true")
+    args.add_common(sset)
+
+
+def cmd_scheme(a: argparse.Namespace) -> int:
+    tree = args.attached_tree(a.prefix)
+    config = SchemeConfig(a.scheme, a.pipe_size)
+    config.validate(tree.switch_ports)
+    chosen = select_switches(tree, a.switches, a.seed)
+    args.need_root()
+    with Fabric.attach(a.prefix) as fab:
+        assert fab.maps is not None
+        if a.reset_pointers:
+            switches.reset_state(fab.maps, tree, a.seed, chosen)
+        apply_s = switches.apply_schemes(fab.maps, tree, {name: config for name in chosen})
+        now = {n: c.label for n, c in switches.current_schemes(fab.maps, tree).items()}
+    out = {"scheme": config.label, "switches": chosen, "selection": a.switches, "seed": a.seed,
+           "apply_ms": apply_s * 1e3, "schemes": now}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"{config.label} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
+              f"applied by map writes in {apply_s * 1e3:.2f} ms")
+    return 0
+
+
+def add_down(sub: Any) -> None:
+    args.add_common(sub.add_parser("down", help="tear the fabric down"))
+
+
+def cmd_down(a: argparse.Namespace) -> int:
+    args.need_root()
+    if state.load(a.prefix) is None and not netns.listed(a.prefix):
+        raise FabricError(f"no fabric with prefix {a.prefix!r} is up")
+    rep = clean(a.prefix)
+    print(f"fabric {a.prefix} down: {rep.namespaces} namespaces removed in {rep.wait_s:.2f} s")
+    return 0
+
+
+def add_clean(sub: Any) -> None:
+    args.add_common(sub.add_parser("clean", help="remove every leftover kernel object with the prefix"))
+
+
+def cmd_clean(a: argparse.Namespace) -> int:
+    args.need_root()
+    rep = clean(a.prefix)
+    print(f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
+          f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}")
+    return 0
+
+
+def add_ping(sub: Any) -> None:
+    ping = sub.add_parser("ping", help="check that every host reaches every other host")
+    ping.add_argument("--json", action="store_true")
+    args.add_common(ping)
+
+
+def cmd_ping(a: argparse.Namespace) -> int:
+    from ..fabric.reach import all_pairs
+
+    args.need_root()
+    with Fabric.attach(a.prefix) as fab:
+        tree = fab.tree
+        got = all_pairs(tree)
+    want = tree.n_hosts * (tree.n_hosts - 1)
+    missing = sorted((tree.hosts[s].name, tree.hosts[d].name) for s in range(tree.n_hosts)
+                     for d in range(tree.n_hosts) if s != d and (s, d) not in got)
+    if a.json:
+        print(json.dumps({"pairs": want, "reachable": len(got), "missing": missing}))
+    else:
+        print(f"{len(got)}/{want} host pairs reachable" + (f"; missing e.g. {missing[:5]}" if missing else ""))
+    return 0 if not missing else 1

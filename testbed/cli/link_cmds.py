@@ -1,0 +1,147 @@
+"""The commands for live link failures: fail, heal, flap, and the link
+watcher daemon (`controld`, started by `testbed up`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from ..dataplane import control
+from ..fabric import links, state
+from ..fabric.build import FabricError
+from ..run import faults
+from ..run.params import RunError
+from ..topology.units import parse_duration
+from . import args
+from .args import attached_tree, need_root
+
+
+def add_fail(sub: Any) -> None:
+    fail = sub.add_parser("fail", help="fail a link (or random links) of the fabric that is up")
+    fail.add_argument("link", nargs="?", help="NODE-NODE, e.g. e0_1-a0_0 (either order)")
+    fail.add_argument("--random", type=float, default=None, metavar="P",
+                      help="fail each edge-aggregation and aggregation-core link with probability P")
+    fail.add_argument("--seed", type=int, default=1)
+    fail.add_argument("--force", action="store_true", help="allow failures that cut hosts off")
+    fail.add_argument("--json", action="store_true")
+    args.add_common(fail)
+
+
+def add_heal(sub: Any) -> None:
+    heal = sub.add_parser("heal", help="bring a failed link (or all) back up")
+    heal.add_argument("link", nargs="?")
+    heal.add_argument("--all", action="store_true")
+    heal.add_argument("--json", action="store_true")
+    args.add_common(heal)
+
+
+def add_flap(sub: Any) -> None:
+    flap = sub.add_parser("flap", help="take a link down and up repeatedly")
+    flap.add_argument("link")
+    flap.add_argument("--period", default="200ms", help="one down+up cycle (default 200ms)")
+    flap.add_argument("--count", type=args.positive_int, default=1)
+    flap.add_argument("--json", action="store_true")
+    args.add_common(flap)
+
+
+def add_controld(sub: Any) -> None:
+    args.add_common(sub.add_parser("controld", help=argparse.SUPPRESS))
+
+
+def start_controld(prefix: str, timeout_s: float = 15.0) -> int:
+    """Start the link watcher daemon of a fabric that is up; wait until it watches."""
+    import subprocess
+
+    log, ready = state.side_files(prefix)[1:3]
+    with open(log, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "controld", "--prefix", prefix],
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+    state.record_pid(prefix, proc.pid)
+    deadline = time.monotonic() + timeout_s
+    while not os.path.exists(ready):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            raise FabricError(f"the link watcher did not start (see {log})")
+        time.sleep(0.01)
+    return proc.pid
+
+
+def cmd_controld(a: argparse.Namespace) -> int:
+    """The link watcher daemon (started by `testbed up`)."""
+    from ..fabric.watcher import serve
+
+    need_root()
+    serve(a.prefix)
+    return 0
+
+
+def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
+    if a.json:
+        print(json.dumps({**ev, **(extra or {})}))
+        return
+    print(f"{what}: converged {ev['convergence_ms']:.2f} ms after the kernel event "
+          f"({ev['since_request_ms']:.2f} ms after the request), {ev['map_writes']} map entries, "
+          f"{ev['lost_pkts']} packets lost; failed links now: {', '.join(ev['failed']) or 'none'}")
+
+
+def cmd_fail(a: argparse.Namespace) -> int:
+    tree = attached_tree(a.prefix)
+    if (a.link is None) == (a.random is None):
+        raise RunError("give either a LINK or --random P")
+    now_failed = faults.current_failed(tree)
+    if a.link is not None:
+        new = [control.parse_link(tree, a.link)]
+        if new[0].name in {ln.name for ln in now_failed}:
+            raise RunError(f"{new[0].name} is already down")
+    else:
+        new = [ln for ln in control.random_failures(tree, a.random, a.seed) if ln not in now_failed]
+        if not new:
+            print(json.dumps({"failed": [], "note": "no link drawn"}) if a.json else "no link drawn")
+            return 0
+    cut = faults.check_partition(tree, now_failed + new, a.force)
+    need_root()
+    ev = links.set_and_wait(tree, new, up=False)
+    _print_event(a, f"failed {', '.join(ln.name for ln in new)}", ev,
+                 {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]})
+    return 0
+
+
+def cmd_heal(a: argparse.Namespace) -> int:
+    tree = attached_tree(a.prefix)
+    now_failed = faults.current_failed(tree)
+    if a.all == (a.link is not None):
+        raise RunError("give either a LINK or --all")
+    todo = now_failed if a.all else [control.parse_link(tree, a.link)]
+    if not a.all and todo[0].name not in {ln.name for ln in now_failed}:
+        raise RunError(f"{todo[0].name} is not down")
+    if not todo:
+        print(json.dumps({"healed": []}) if a.json else "no link is down")
+        return 0
+    need_root()
+    ev = links.set_and_wait(tree, todo, up=True)
+    _print_event(a, f"healed {', '.join(ln.name for ln in todo)}", ev)
+    return 0
+
+
+def cmd_flap(a: argparse.Namespace) -> int:
+    tree = attached_tree(a.prefix)
+    link = control.parse_link(tree, a.link)
+    period = parse_duration(a.period)
+    faults.check_partition(tree, faults.current_failed(tree) + [link], force=True)
+    need_root()
+    seq = len(links.read_events(a.prefix))
+    done = faults.apply(tree, faults.Action(0.0, "flap", link.name, period, a.count))
+    time.sleep(2 * links.SETTLE_S + 0.05)
+    evs = links.read_events(a.prefix, seq)
+    out = {"link": link.name, "cycles": a.count, "period_s": period, "transitions": len(done.t_applied_ns),
+           "events": len(evs), "convergence_ms_max": max((e["convergence_ms"] for e in evs), default=0.0),
+           "lost_pkts": sum(e["lost_pkts"] for e in evs), "failed_now": evs[-1]["failed"] if evs else []}
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"flapped {link.name} {a.count} times: {len(evs)} events, worst convergence "
+              f"{out['convergence_ms_max']:.2f} ms, {out['lost_pkts']} packets lost")
+    return 0

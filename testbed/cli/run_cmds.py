@@ -1,0 +1,253 @@
+"""The commands that run experiments and show their results: run, compare,
+demo, plot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from traffic.workloads import WORKLOADS
+
+from ..dataplane.schemes import Scheme, SchemeConfig
+from ..fabric import state
+from ..fabric.build import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricSpec
+from ..run.params import RunError, RunParams
+from ..topology import FatTree
+from ..topology.units import format_rate
+from . import args
+
+
+def add_run(sub: Any) -> None:
+    run = sub.add_parser("run", help="run a collective (on the fabric that is up, or on an ephemeral one)")
+    run.add_argument("--workload", required=True, choices=WORKLOADS)
+    run.add_argument("--size", type=args.size, required=True, help="bytes per flow (units: KB, MB)")
+    run.add_argument("--load", type=args.load, default=1.0, help="host pacing as a fraction of line rate")
+    run.add_argument("--scheme", type=args.scheme, default=None,
+                     help="LB scheme of every switch (default: keep each switch's scheme on a fabric that is up, "
+                          "ecmp on an ephemeral one)")
+    run.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
+    run.add_argument("--reset-pointers", action=argparse.BooleanOptionalAction, default=True,
+                     help="fresh random pointer state from --seed before the run (default on)")
+    run.add_argument("--seed", type=int, default=1)
+    run.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
+    run.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (ephemeral fabric only)")
+    run.add_argument("--fan-in", type=args.positive_int, default=2, help="incast senders (default 2)")
+    run.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
+    run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G (default 8)")
+    run.add_argument("--stride", type=args.positive_int, default=None, help="stride: host i sends to i+S (default: hosts per pod)")
+    run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
+    run.add_argument("--hot-factor", type=float, default=1.5, help="moe: busiest receiver gets F x the mean (default 1.5)")
+    run.add_argument("--eplb", type=args.positive_int, default=1, help="moe: spread the hot receiver over R replicas")
+    run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
+    run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
+    run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
+    run.add_argument("--pace", choices=("load", "rho_max"), default="load",
+                     help="rho_max: pace hosts at min(load, rho_max) of the links that are up")
+    run.add_argument("--retries", type=int, default=0,
+                     help="re-run an invalid run (fidelity out of tolerance) up to N times, same seed (default 0)")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    run.add_argument("--out", type=Path, default=None,
+                     help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
+    args.add_topology(run)
+    args.add_common(run)
+
+
+def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
+    if a.json:
+        print(json.dumps(r))
+    else:
+        from .tables import run_table
+
+        args.console().print(run_table(r))
+        if r.get("out_dir"):
+            print(f"results in {r['out_dir']}")
+    _warn_if_invalid([r])
+
+
+def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
+    """A run outside its fidelity tolerance: a warning in colour on stderr."""
+    for r in results:
+        f = r["fidelity"]
+        if r.get("discarded_attempts"):
+            args.console(stderr=True).print(f"[yellow]note:[/] the {r['scheme']} run was repeated "
+                                            f"{len(r['discarded_attempts'])} time(s): earlier attempts were invalid")
+        if not f["valid"]:
+            args.console(stderr=True).print(f"[bold red]warning:[/] the {r['scheme']} run is INVALID: "
+                                            + "; ".join(f["reasons"]))
+
+
+def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
+    return RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
+                     reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
+                     gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
+                     hot_factor=a.hot_factor, eplb_replicas=a.eplb, events=a.events,
+                     pace_rho_max=a.pace == "rho_max")
+
+
+def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
+    if a.out is not None:
+        out: Path = a.out
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        out = Path("results") / f"{stamp}-{a.workload}-{scheme_label}-s{a.seed}"
+    if (out / "manifest.json").exists():
+        raise RunError(f"{out} already holds a run; choose another --out")
+    return out
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from ..run.experiment import run_valid
+
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
+    st = state.load(a.prefix)
+    scheme = a.scheme if a.scheme is not None or st is not None else Scheme.ECMP
+    k = st.k if st is not None else (a.k or 4)
+    if st is not None and a.k is not None and a.k != st.k:
+        raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
+    if st is not None and a.rate is not None and a.rate != st.rate_bps:
+        raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
+    if scheme is not None:
+        SchemeConfig(scheme, a.pipe_size).validate(FatTree(k).switch_ports)
+    params = _run_params(a, scheme)
+    tree = FatTree(k, a.prefix, args.topology_of(a, st))
+    params.flows(tree)  # the workload must be valid on this fabric before anything is touched
+    if a.events:
+        from ..run.faults import parse_timeline
+
+        parse_timeline(a.events, tree)
+    if a.payload + 58 > (st.mtu if st is not None else DEFAULT_MTU) + 14:
+        raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
+    out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
+    args.need_root()
+    if st is not None:
+        with Fabric.attach(a.prefix) as fab:
+            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
+    else:
+        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
+                          seed=a.seed, pipe_size=a.pipe_size, topology=args.topology_of(a, st))
+        with Fabric(spec) as fab:
+            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
+    _print_result(a, result)
+    return 0
+
+
+def add_compare(sub: Any) -> None:
+    cmp_ = sub.add_parser("compare", help="run a matrix of schemes x seeds and compare them")
+    cmp_.add_argument("--schemes", default="ecmp,rps,ar,ofan,pofan:4",
+                      help="comma-separated; pofan:P or pofan:cpu for a pipe size (default ecmp,rps,ar,ofan,pofan:4)")
+    cmp_.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    cmp_.add_argument("--workload", default="permutation", choices=WORKLOADS)
+    cmp_.add_argument("--size", type=args.size, default=1 << 20)
+    cmp_.add_argument("--load", type=args.load, default=1.0)
+    cmp_.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
+    cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (ephemeral fabric only)")
+    cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
+    cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
+    args.add_topology(cmp_)
+    args.add_common(cmp_)
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from ..run.compare import Cell, compare_summary, parse_schemes, parse_seeds, run_matrix
+    from ..run.experiment import run_valid
+    from .plots import plot_compare
+    from .tables import summary_table
+
+    configs = parse_schemes(a.schemes)
+    seeds = parse_seeds(a.seeds)
+    st = state.load(a.prefix)
+    k = st.k if st is not None else (a.k or 4)
+    if st is not None and a.k is not None and a.k != st.k:
+        raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
+    for c in configs:
+        c.validate(FatTree(k).switch_ports)
+    RunParams(a.workload, a.size, a.load).flows(FatTree(k, a.prefix, args.topology_of(a, st)))
+    out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
+    if (out / "summary.csv").exists():
+        raise RunError(f"{out} already holds a comparison")
+    args.need_root()
+    cells = [Cell(c, s) for c in configs for s in seeds]
+
+    def run_all(fab: Fabric) -> Any:
+        def one(cell: Cell, d: Path) -> dict[str, Any]:
+            p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size)
+            return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
+
+        return run_matrix(cells, one, out)
+
+    if st is not None:
+        with Fabric.attach(a.prefix) as fab:
+            df = run_all(fab)
+    else:
+        with Fabric(FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix,
+                               topology=args.topology_of(a, st))) as fab:
+            df = run_all(fab)
+    summary = compare_summary(df)
+    summary.to_csv(out / "schemes.csv", index=False)
+    title = f"{a.workload} {a.size} B, load {a.load}, k={k}, seeds {a.seeds}"
+    plot_compare(summary, out / "compare.png", title)
+    args.console().print(summary_table(summary, title))
+    print(f"results in {out} (summary.csv, schemes.csv, compare.png, one directory per run)")
+    if not df["valid"].all():
+        args.console(stderr=True).print(f"[bold red]warning:[/] {int((~df['valid']).sum())} run(s) INVALID; "
+                                        "see summary.csv")
+    return 0
+
+
+def add_plot(sub: Any) -> None:
+    plot = sub.add_parser("plot", help="draw figures from a result directory")
+    plot.add_argument("what", choices=("queues",), help="queues: occupancy over time of the most loaded ports")
+    plot.add_argument("dir", type=Path, help="a result directory (testbed run --out)")
+    plot.add_argument("--output", type=Path, default=None, help="PNG file (default DIR/queues.png)")
+
+
+def cmd_plot(a: argparse.Namespace) -> int:
+    from ..measure.results import ResultsError, load
+    from .plots import plot_queues
+
+    try:
+        res = load(a.dir, allow_incomplete=False)
+    except ResultsError as e:
+        raise RunError(str(e)) from None
+    out = a.output or a.dir / "queues.png"
+    port = plot_queues(res, out)
+    print(f"wrote {out} (most loaded port: {port})")
+    return 0
+
+
+def add_demo(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="k=4, 1MB permutation at load 1.0 under ECMP and Ofan, side by side")
+    demo.add_argument("--k", type=args.k_value, default=4)
+    demo.add_argument("--size", type=args.size, default=1 << 20)
+    demo.add_argument("--load", type=args.load, default=1.0)
+    demo.add_argument("--rate", type=args.rate, default=DEFAULT_RATE_BPS, help=args.RATE_HELP)
+    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    args.add_topology(demo)
+    args.add_common(demo)
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from ..run.experiment import run_valid
+    from .tables import compare_table
+
+    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed, topology=a.topology or "fattree")
+    args.need_root()
+    con = args.console()
+    results = []
+    with Fabric(spec) as fab:
+        con.print(f"built k={a.k} {spec.topology} ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
+                  f"in {fab.times.total_s:.2f} s; link rate {format_rate(a.rate)}")
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+        for scheme in (Scheme.ECMP, Scheme.OFAN):
+            out = Path("results") / f"{stamp}-demo-{scheme.label}"
+            results.append(run_valid(fab, RunParams("permutation", a.size, a.load, scheme, a.seed), out,
+                                     attempts=max(0, a.retries) + 1).to_json())
+    con.print(compare_table(results, title=f"random permutation, {a.size} B per host, load {a.load}, k={a.k}"))
+    con.print(f"fabric torn down; results in {', '.join(r['out_dir'] for r in results)}")
+    _warn_if_invalid(results)
+    return 0

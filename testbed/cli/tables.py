@@ -1,0 +1,72 @@
+"""Tables built with rich for the commands to print: a run, runs side by side, a
+comparison summary, a fabric's status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from ..topology import Stage
+
+
+def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
+    """One column per run (scheme), one row per metric."""
+    t = Table(title=title or None)
+    t.add_column("metric")
+    for r in results:
+        t.add_column(r["scheme"], justify="right")
+
+    def row(name: str, fmt: Any) -> None:
+        t.add_row(name, *[fmt(r) for r in results])
+
+    row("CCT (ms)", lambda r: f"{r['cct_s'] * 1e3:.2f}")
+    row("lower bound (ms)", lambda r: f"{r['cct_lower_bound_s'] * 1e3:.2f}")
+    row("CCT increase", lambda r: f"{100 * r['cct_increase']:.2f} %")
+    short = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E",
+             "edge_host": "E->H"}
+    for st in Stage:
+        row(f"queue {short[st.label]} avg / max (pkts)",
+            lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
+    row("overload E->A/A->C/C->A/A->E (%)",
+        lambda r: "/".join(f"{100 * r['overload'][s]:.0f}" for s in ("edge_agg", "agg_core", "core_agg",
+                                                                       "agg_edge")))
+    row("utilisation", lambda r: f"{100 * r['utilisation']:.1f} %")
+    row("packets sent / received", lambda r: f"{r['packets_sent']} / {r['packets_received']}")
+    if any(r.get("acks") for r in results):
+        row("ACKs received", lambda r: str(r["acks_received"]))
+    row("drops", lambda r: str(r["drops"]))
+    row("host pacing error (max)", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
+    row("fidelity", lambda r: "valid" if r["fidelity"]["valid"] else "[bold red]INVALID[/]")
+    return t
+
+
+def run_table(r: dict[str, Any]) -> Table:
+    return compare_table([r], title=f"{r['workload']} {r['size_bytes']} B, load {r['load']}, k={r['k']}")
+
+
+def status_table(st: dict[str, Any]) -> Table:
+    t = Table(title=f"fabric {st['prefix']}: k={st['k']}, {st['hosts']} hosts, rate {st['rate']}")
+    t.add_column("what")
+    t.add_column("value", justify="right")
+    t.add_row("namespaces", str(st["namespaces"]))
+    t.add_row("links", str(len(st["links"])))
+    t.add_row("links up", str(sum(1 for ln in st["links"] if ln["state"] == "up")))
+    schemes: dict[str, int] = {}
+    for s in st["switches"].values():
+        schemes[s["scheme"]] = schemes.get(s["scheme"], 0) + 1
+    t.add_row("LB switches by scheme", ", ".join(f"{k}: {v}" for k, v in sorted(schemes.items())))
+    t.add_row("link watcher", "running" if st["watcher"]["alive"] else "[bold red]NOT RUNNING[/]")
+    return t
+
+
+def summary_table(summary: Any, title: str) -> Table:
+    t = Table(title=title)
+    for col, just in (("scheme", "left"), ("runs (valid)", "right"), ("CCT increase, mean +- SEM", "right"),
+                      ("max switch queue (pkts)", "right"), ("drops", "right")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    for _, r in summary.iterrows():
+        t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})",
+                  f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %",
+                  str(r["max_queue_pkts"]), str(r["drops"]))
+    return t

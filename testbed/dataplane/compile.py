@@ -1,0 +1,163 @@
+"""Compile the data plane once per fabric with bcc and pin its maps.
+
+`Compiled` compiles ebpf/switch.c and ebpf/host.c (one program object, so the
+switch and host programs share their maps) for a fabric's dimensions, loads
+the three entry points and pins every map under /sys/fs/bpf/{prefix}-maps.
+Writing the maps is testbed.dataplane.switches' job; map access itself
+(structs, handles, test runs) is testbed.dataplane.maps'.
+
+This is the only module that imports bcc's compiler.
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+import os
+import re
+import subprocess
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..topology import IFINDEX_BASE, FatTree
+from . import models
+from .maps import BPFFS, MAP_TYPES, pin_dir, prog_id
+
+EBPF_DIR = Path(__file__).resolve().parents[2] / "ebpf"
+SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
+ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
+
+
+@dataclass(frozen=True)
+class Dims:
+    """Compile-time sizes of the switch program (-D flags of maps.h)."""
+
+    n_ifindex: int
+    n_switches: int
+    n_hosts: int
+    w: int
+    k: int
+    n_edges: int
+
+    @classmethod
+    def of(cls, tree: FatTree) -> Dims:
+        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges)
+
+    @property
+    def n_keys(self) -> int:
+        """Destination keys per switch: edges (edge switches) or pods (aggregation)."""
+        return max(self.n_edges, self.k)
+
+    @property
+    def n_ptr(self) -> int:
+        return models.N_CLASSES * self.n_keys
+
+    def cflags(self, test_run: bool = False) -> list[str]:
+        return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
+                f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
+                f"-DB_BITS={models.b_bits(self.w)}"]
+
+
+def source() -> str:
+    """The sources with their local headers inlined, each header once: bcc
+    rewrites map calls (`m.lookup()`) only in the main file, so headers must
+    become part of it."""
+    seen: set[Path] = set()
+
+    def expand(path: Path) -> str:
+        out = []
+        for line in path.read_text().splitlines():
+            m = re.match(r'\s*#include "([^"]+)"', line)
+            if m:
+                inc = EBPF_DIR / "include" / m.group(1)
+                if inc not in seen:
+                    seen.add(inc)
+                    out.append(expand(inc))
+                continue
+            if line.strip() != "#pragma once":
+                out.append(line)
+        return "\n".join(out)
+
+    return "\n".join(expand(EBPF_DIR / name) for name in SOURCES)
+
+
+def ensure_bpffs() -> None:
+    if not os.path.ismount(BPFFS):
+        subprocess.run(["mount", "-t", "bpf", "bpf", BPFFS], check=True)
+
+
+class Compiled:
+    """The switch program compiled for one fabric. `fds` maps entry point to
+    program fd. `pin(prefix)` pins every map. `close()` is idempotent."""
+
+    def __init__(self, dims: Dims, test_run: bool = False) -> None:
+        """`test_run=True` builds the variant for BPF_PROG_TEST_RUN: random draws
+        come from the packet's mark and priority, and nothing is forwarded."""
+        from bcc import BPF  # the only bcc import of the package
+
+        self.dims = dims
+        self._bpf: Any = BPF(text=source().encode(), cflags=dims.cflags(test_run))
+        self.fds: dict[str, int] = {}
+        for name in ENTRY_POINTS:
+            self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd
+
+    def prog_ids(self) -> dict[str, int]:
+        return {name: prog_id(fd) for name, fd in self.fds.items()}
+
+    def pin(self, prefix: str) -> str:
+        from bcc.libbcc import lib
+
+        ensure_bpffs()
+        d = pin_dir(prefix)
+        os.makedirs(d, exist_ok=True)
+        for name in MAP_TYPES:
+            path = os.path.join(d, name)
+            if lib.bpf_obj_pin(self._bpf[name.encode()].map_fd, path.encode()) != 0:
+                raise OSError(ct.get_errno(), f"pin {path}")
+        return d
+
+    def close(self) -> None:
+        if self._bpf is not None:
+            self._bpf.cleanup()
+            self._bpf = None
+
+    def __enter__(self) -> Compiled:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CompileThread(threading.Thread):
+    """Compile in the background (bcc's compile call releases the GIL) while
+    the namespaces and links are created."""
+
+    def __init__(self, dims: Dims) -> None:
+        super().__init__(name="bcc-compile", daemon=True)
+        self.dims = dims
+        self.result: Compiled | None = None
+        self.error: BaseException | None = None
+        self.start()
+
+    def run(self) -> None:
+        try:
+            self.result = Compiled(self.dims)
+        except BaseException as e:  # re-raised in get()
+            self.error = e
+
+    def get(self) -> Compiled:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+def bcc_version() -> str | None:
+    """Version of the bcc Python package, None without bcc (for provenance)."""
+    try:
+        import bcc
+    except ImportError:
+        return None
+    return str(getattr(bcc, "__version__", "unknown"))

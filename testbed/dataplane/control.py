@@ -1,0 +1,216 @@
+"""The control plane: what still works after link failures. Pure: it maps a
+set of failed links to forwarding state and to the best sustainable rate.
+
+A switch learns from the routing protocol which uplinks still lead to each
+destination over a valid shortest path (what BGP gives a real switch); here
+`routing()` computes it for every LB switch and destination key of the data
+plane, and which downward routes are cut (withdrawn, so traffic to an
+unreachable destination is dropped and counted at the first switch that
+knows, never looped). `rho_max()` solves the paper's linear program
+(sections 2.2 and 6.2): the highest rate at which every flow of a workload
+can send if traffic were split perfectly over the valid shortest paths.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from traffic.workloads import Flow
+
+from ..topology import FatTree, Level, Link, Node, Port
+
+
+class LinkError(ValueError):
+    """Unknown link, or a failure that would cut hosts off without --force."""
+
+
+def parse_link(tree: FatTree, text: str) -> Link:
+    """A link named by its two endpoints, in either order: 'e0_1-a0_0'."""
+    parts = text.split("-")
+    if len(parts) != 2 or not all(parts):
+        raise LinkError(f"a link is named NODE-NODE (e.g. e0_1-a0_0), got {text!r}")
+    a, b = parts
+    for ln in tree.links:
+        if {ln.a, ln.b} == {a, b}:
+            return ln
+    for n in (a, b):
+        if n not in tree.by_name:
+            raise LinkError(f"no node {n!r} in this k={tree.k} fat tree")
+    raise LinkError(f"{a} and {b} are not linked")
+
+
+def switch_links(tree: FatTree) -> list[Link]:
+    """Edge-aggregation and aggregation-core links (the ones the paper fails)."""
+    return [ln for ln in tree.links if not tree.by_name[ln.a].is_host]
+
+
+def random_failures(tree: FatTree, p: float, seed: int) -> list[Link]:
+    """Each edge-aggregation and aggregation-core link fails with probability p."""
+    if not 0 <= p <= 1:
+        raise LinkError(f"failure probability must be in [0, 1], got {p}")
+    rng = random.Random(seed)
+    return [ln for ln in switch_links(tree) if rng.random() < p]
+
+
+@dataclass(frozen=True)
+class Routing:
+    """Forwarding state for one set of failed links."""
+
+    masks: dict[tuple[int, int], int]  # (switch id, destination key) -> valid uplink slots
+    downlinks: dict[tuple[int, int], int]  # (switch id, slot) -> egress ifindex, 0 if withdrawn
+    failed: frozenset[str] = field(default_factory=frozenset)
+
+
+class Reach:
+    """Which links are up, and what each switch can still reach."""
+
+    def __init__(self, tree: FatTree, failed: Iterable[Link]) -> None:
+        self.tree = tree
+        self.failed = frozenset(ln.name for ln in failed)
+
+    def up(self, x: str, y: str) -> bool:
+        ln = f"{x}-{y}" if self.tree.by_name[x].level < self.tree.by_name[y].level else f"{y}-{x}"
+        return ln not in self.failed
+
+    def agg(self, pod: int, j: int) -> str:
+        return f"a{pod}_{j}"
+
+    def agg_reaches_edge(self, agg: Node, edge: Node) -> bool:
+        """Can `agg` deliver to `edge` going up at most to the cores, then down?"""
+        if agg.pod == edge.pod:
+            return self.up(agg.name, edge.name)
+        dst_agg = self.agg(edge.pod, agg.index)
+        if not self.up(dst_agg, edge.name):
+            return False
+        return any(self.up(agg.name, p.peer) and self.up(p.peer, dst_agg) for p in self.tree.uplinks(agg.name))
+
+    def edge_mask(self, edge: Node, dst_edge: Node) -> int:
+        m = 0
+        for slot, p in enumerate(self.tree.uplinks(edge.name)):
+            if self.up(edge.name, p.peer) and self.agg_reaches_edge(self.tree.by_name[p.peer], dst_edge):
+                m |= 1 << slot
+        return m
+
+    def agg_mask(self, agg: Node, dst_pod: int) -> int:
+        m = 0
+        dst_agg = self.agg(dst_pod, agg.index)
+        for slot, p in enumerate(self.tree.uplinks(agg.name)):
+            if self.up(agg.name, p.peer) and self.up(p.peer, dst_agg):
+                m |= 1 << slot
+        return m
+
+    def reachable(self, src: Node, dst: Node) -> bool:
+        t = self.tree
+        e_s, e_d = t.by_name[t.edge_of(src.name)], t.by_name[t.edge_of(dst.name)]
+        if not (self.up(src.name, e_s.name) and self.up(dst.name, e_d.name)):
+            return False
+        return e_s == e_d or self.edge_mask(e_s, e_d) != 0
+
+    def paths(self, src: Node, dst: Node) -> list[list[Port]]:
+        """Every valid shortest path, as the egress ports it crosses."""
+        t = self.tree
+        e_s, e_d = t.edge_of(src.name), t.edge_of(dst.name)
+        if not (self.up(src.name, e_s) and self.up(dst.name, e_d)):
+            return []
+        first, last = t.port(src.name, e_s), t.port(e_d, dst.name)
+        if e_s == e_d:
+            return [[first, last]]
+        out = []
+        for up1 in t.uplinks(e_s):
+            a = t.by_name[up1.peer]
+            if not self.up(e_s, a.name):
+                continue
+            if a.pod == dst.pod:
+                if self.up(a.name, e_d):
+                    out.append([first, up1, t.port(a.name, e_d), last])
+                continue
+            a2 = self.agg(dst.pod, a.index)
+            if not self.up(a2, e_d):
+                continue
+            for up2 in t.uplinks(a.name):
+                c = up2.peer
+                if self.up(a.name, c) and self.up(c, a2):
+                    out.append([first, up1, up2, t.port(c, a2), t.port(a2, e_d), last])
+        return out
+
+
+def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
+    r = Reach(tree, failed)
+    masks: dict[tuple[int, int], int] = {}
+    downlinks: dict[tuple[int, int], int] = {}
+    edges = [n for n in tree.switches if n.level is Level.EDGE]
+    for sw in tree.switches:
+        if sw.level is Level.EDGE:
+            for f in edges:
+                if f != sw:
+                    masks[(sw.nid, tree.edge_global(f))] = r.edge_mask(sw, f)
+        elif sw.level is Level.AGG:
+            for pod in range(tree.pods):
+                if pod != sw.pod:
+                    masks[(sw.nid, pod)] = r.agg_mask(sw, pod)
+        for slot, p in enumerate(tree.downlinks(sw.name)):
+            downlinks[(sw.nid, slot)] = p.ifindex if r.up(sw.name, p.peer) else 0
+    return Routing(masks, downlinks, r.failed)
+
+
+def unreachable_pairs(tree: FatTree, failed: Iterable[Link]) -> list[tuple[str, str]]:
+    r = Reach(tree, failed)
+    return [(s.name, d.name) for s in tree.hosts for d in tree.hosts if s != d and not r.reachable(s, d)]
+
+
+@dataclass(frozen=True)
+class RhoMax:
+    rho: float
+    bottlenecks: list[str]  # egress ports whose capacity limits rho
+    unreachable_flows: list[int]  # flow ids with no valid shortest path (left out of the LP)
+
+
+def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
+    """max rho such that every flow can send at rho x line rate x (its share
+    of its host's bytes), split arbitrarily over its valid shortest paths,
+    with no directed link above its capacity (paper section 2.2). Solved with
+    scipy's HiGHS."""
+    from scipy.optimize import linprog
+
+    r = Reach(tree, failed)
+    host_bytes: dict[int, int] = {}
+    for f in flows:
+        host_bytes[f.src] = host_bytes.get(f.src, 0) + f.size_bytes
+    cols: list[tuple[int, list[Port]]] = []  # (flow index, path)
+    unreachable = []
+    for i, f in enumerate(flows):
+        ps = r.paths(tree.hosts[f.src], tree.hosts[f.dst])
+        if not ps:
+            unreachable.append(f.fid)
+        cols += [(i, p) for p in ps]
+    if not cols:
+        return RhoMax(0.0, [], unreachable)
+    n = len(cols) + 1  # path rates, then rho (last)
+    reachable_flows = sorted({i for i, _ in cols})
+    a_eq, b_eq = [], []
+    for i in reachable_flows:
+        row = [0.0] * n
+        for c, (fi, _) in enumerate(cols):
+            if fi == i:
+                row[c] = 1.0
+        row[-1] = -flows[i].size_bytes / host_bytes[flows[i].src]
+        a_eq.append(row)
+        b_eq.append(0.0)
+    port_rows: dict[int, list[float]] = {}
+    for c, (_, path) in enumerate(cols):
+        for port in path:
+            port_rows.setdefault(port.gid, [0.0] * n)[c] = 1.0
+    gids = sorted(port_rows)
+    a_ub = [port_rows[g] for g in gids]
+    b_ub = [1.0] * len(gids)
+    cost = [0.0] * (n - 1) + [-1.0]
+    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=[(0, None)] * (n - 1) + [(0, 1)],
+                  method="highs")
+    if res.status != 0:
+        raise RuntimeError(f"rho_max linear program failed: {res.message}")
+    rho = float(res.x[-1])
+    marg = res.ineqlin.marginals
+    bottlenecks = [tree.ports[g].label for g, m in zip(gids, marg) if m < -1e-9]
+    return RhoMax(rho, bottlenecks, unreachable)

@@ -1,0 +1,326 @@
+"""Pinned BPF maps and programs, from any process: the structs shared with
+ebpf/include/shared.h (mirrored field by field), typed map handles, program
+ids, and BPF_PROG_TEST_RUN. Uses libbcc's and libbpf's C functions through
+ctypes; compiling is testbed.dataplane.compile's job.
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+import os
+import shutil
+from collections.abc import Iterator
+from typing import Any, Generic, TypeVar
+
+BPFFS = "/sys/fs/bpf"
+PERCPU_MAPS = frozenset({"ofan_ptr_cpu"})
+U64 = 1 << 64
+
+
+def signed(v: int) -> int:
+    """A u64 map counter that may have gone below zero (occupancy, integrals), as a Python int."""
+    v %= U64
+    return v - U64 if v >= 1 << 63 else v
+
+
+def pin_dir(prefix: str) -> str:
+    return os.path.join(BPFFS, f"{prefix}-maps")
+
+
+# -- structs shared with ebpf/include/shared.h ------------------------------
+u32, u64 = ct.c_uint32, ct.c_uint64
+
+
+class PortInfo(ct.Structure):
+    _fields_ = [("node", u32), ("level", u32), ("peer_ifindex", u32), ("stage", u32),
+                ("to_host", u32), ("local", u32), ("mac", ct.c_uint8 * 8)]
+
+
+class SwitchCfg(ct.Structure):
+    _fields_ = [("level", u32), ("pod", u32), ("index", u32), ("edge_global", u32),
+                ("scheme", u32), ("seed", u32), ("pipe_size", u32), ("pad", u32)]
+
+
+class DstInfo(ct.Structure):
+    _fields_ = [("host", u32), ("pod", u32), ("edge", u32), ("edge_global", u32),
+                ("slot", u32), ("pad", u32), ("mac", ct.c_uint8 * 8)]
+
+
+class PortQ(ct.Structure):
+    _fields_ = [(n, u64) for n in (
+        "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
+        "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
+        "busy_periods")]
+
+
+class FlowRx(ct.Structure):
+    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp")]
+
+
+class AckRx(ct.Structure):
+    _fields_ = [(n, u64) for n in ("acks", "first_ns", "last_ns")]
+
+
+class RunCfg(ct.Structure):
+    _fields_ = [("acks", u32), ("pad", u32)]
+
+
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE = 0, 1, 2, 3, 4, 5
+COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
+                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable"}
+
+# name => (key type, value type)
+MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
+    "port_info": (u32, PortInfo),
+    "port_q": (u32, PortQ),
+    "switch_cfg": (u32, SwitchCfg),
+    "uplinks": (u32, u32),
+    "downlinks": (u32, u32),
+    "dst_info": (u32, DstInfo),
+    "ofan_ptr": (u32, u64),
+    "ofan_ptr_cpu": (u32, u64),  # per-CPU
+    "rr_ptr": (u32, u64),
+    "drill_mem": (u32, u32),
+    "ar_thresh": (u32, u64),
+    "ofan_basis": (u32, u32),
+    "flow_rx": (u32, FlowRx),
+    "ack_rx": (u32, AckRx),
+    "run_cfg": (u32, RunCfg),
+    "uplink_pkts": (u32, u64),
+    "uplink_mask": (u32, u32),
+    "sw_drops": (u32, u64),
+    "counters": (u32, u64),
+}
+
+
+# -- program and map handles ------------------------------------------------
+class _BpfProgInfo(ct.Structure):
+    _fields_ = [("type", u32), ("id", u32), ("rest", ct.c_uint8 * 248)]
+
+
+def prog_id(fd: int) -> int:
+    from bcc.libbcc import lib
+
+    info = _BpfProgInfo()
+    size = u32(ct.sizeof(info))
+    if lib.bpf_obj_get_info_by_fd(fd, ct.byref(info), ct.byref(size)) != 0:
+        raise OSError(ct.get_errno(), "bpf_obj_get_info_by_fd")
+    return int(info.id)
+
+
+def prog_exists(pid: int) -> bool:
+    from bcc.libbcc import lib
+
+    fd = lib.bpf_prog_get_fd_by_id(pid)
+    if fd < 0:
+        return False
+    os.close(fd)
+    return True
+
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+def possible_cpus() -> int:
+    """Number of possible CPUs: the number of values of a per-CPU map entry."""
+    with open("/sys/devices/system/cpu/possible") as f:
+        text = f.read().strip()
+    n = 0
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        n += int(hi or lo) - int(lo) + 1
+    return n
+
+
+class MapHandle(Generic[K, V]):
+    """Typed access to one pinned map by fd."""
+
+    def __init__(self, fd: int, key_type: type[K], value_type: type[V]) -> None:
+        from bcc.libbcc import lib
+
+        self._lib = lib
+        self.fd = fd
+        self.key_type = key_type
+        self.value_type = value_type
+
+    def set_many(self, items: list[tuple[int, int]]) -> None:
+        """Write many integer values in one syscall (BPF_MAP_UPDATE_BATCH)."""
+        if not items:
+            return
+        n = len(items)
+        keys = (self.key_type * n)(*[k for k, _ in items])  # type: ignore[operator]
+        vals = (self.value_type * n)(*[v for _, v in items])  # type: ignore[operator]
+        count = u32(n)
+        if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
+            raise OSError(ct.get_errno(), "map batch update")
+
+    def get(self, key: int) -> V | None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        v = self.value_type()
+        if self._lib.bpf_lookup_elem(self.fd, ct.byref(k), ct.byref(v)) != 0:  # type: ignore[arg-type]
+            return None
+        return v
+
+    def set(self, key: int, value: Any) -> None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        v = value if isinstance(value, ct.Structure) else self.value_type(value)  # type: ignore[call-arg]
+        if self._lib.bpf_update_elem(self.fd, ct.byref(k), ct.byref(v), 0) != 0:  # type: ignore[arg-type]
+            raise OSError(ct.get_errno(), f"map update key {key}")
+
+    def read_array(self, n: int) -> Any:
+        """Entries 0..n-1 of an array map in one syscall per batch (BPF_MAP_LOOKUP_BATCH)."""
+        keys = (self.key_type * n)()  # type: ignore[operator]
+        vals = (self.value_type * n)()  # type: ignore[operator]
+        out_batch = u32(0)
+        count = u32(n)
+        rc = self._lib.bpf_lookup_batch(self.fd, None, ct.byref(out_batch), ct.byref(keys), ct.byref(vals),
+                                        ct.byref(count))
+        if rc != 0 and ct.get_errno() != 2:  # ENOENT: the whole array fitted in this batch
+            raise OSError(ct.get_errno(), "map batch lookup")
+        return vals
+
+    def delete(self, key: int) -> None:
+        k = self.key_type(key)  # type: ignore[call-arg]
+        self._lib.bpf_delete_elem(self.fd, ct.byref(k))  # type: ignore[arg-type]
+
+    def keys(self) -> Iterator[int]:
+        k = self.key_type()
+        nxt = self.key_type()
+        first = True
+        while True:
+            rc = self._lib.bpf_get_next_key(self.fd, None if first else ct.byref(k), ct.byref(nxt))  # type: ignore[arg-type]
+            if rc != 0:
+                return
+            first = False
+            yield int(nxt.value)  # type: ignore[attr-defined]
+            ct.memmove(ct.byref(k), ct.byref(nxt), ct.sizeof(k))  # type: ignore[arg-type]
+
+    def clear(self) -> None:
+        for key in list(self.keys()):
+            self.delete(key)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class PercpuU64Map:
+    """A per-CPU array of u64: each key holds one value per possible CPU."""
+
+    def __init__(self, fd: int) -> None:
+        from bcc.libbcc import lib
+
+        self._lib = lib
+        self.fd = fd
+        self.ncpu = possible_cpus()
+
+    def get(self, key: int) -> list[int]:
+        k = u32(key)
+        v = (u64 * self.ncpu)()
+        if self._lib.bpf_lookup_elem(self.fd, ct.byref(k), ct.byref(v)) != 0:
+            raise OSError(ct.get_errno(), f"per-CPU map lookup {key}")
+        return list(v)
+
+    def set(self, key: int, values: list[int]) -> None:
+        k = u32(key)
+        v = (u64 * self.ncpu)(*values)
+        if self._lib.bpf_update_elem(self.fd, ct.byref(k), ct.byref(v), 0) != 0:
+            raise OSError(ct.get_errno(), f"per-CPU map update {key}")
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+
+class Maps:
+    """All pinned maps of one fabric. Works in any process while the fabric is up."""
+
+    def __init__(self, prefix: str) -> None:
+        from bcc.libbcc import lib
+
+        self.prefix = prefix
+        self._maps: dict[str, Any] = {}
+        d = pin_dir(prefix)
+        for name, (kt, vt) in MAP_TYPES.items():
+            fd = lib.bpf_obj_get(os.path.join(d, name).encode())
+            if fd < 0:
+                self.close()
+                raise FileNotFoundError(f"pinned map {name} of fabric {prefix!r} not found in {d}")
+            self._maps[name] = PercpuU64Map(fd) if name in PERCPU_MAPS else MapHandle(fd, kt, vt)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_maps"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def close(self) -> None:
+        for m in self._maps.values():
+            m.close()
+
+    def __enter__(self) -> Maps:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def counter_values(self) -> dict[str, int]:
+        out = {}
+        for idx, name in COUNTER_NAMES.items():
+            v = self._maps["counters"].get(idx)
+            out[name] = int(v.value) if v is not None else 0
+        return out
+
+
+def unpin(prefix: str) -> bool:
+    d = pin_dir(prefix)
+    if os.path.isdir(d):
+        shutil.rmtree(d)
+        return True
+    return False
+
+
+# -- BPF_PROG_TEST_RUN --------------------------------------------------------
+class SkBuff(ct.Structure):
+    """struct __sk_buff up to hwtstamp: the context of a SCHED_CLS test run."""
+
+    _fields_ = [("len", u32), ("pkt_type", u32), ("mark", u32), ("queue_mapping", u32), ("protocol", u32),
+                ("vlan_present", u32), ("vlan_tci", u32), ("vlan_proto", u32), ("priority", u32),
+                ("ingress_ifindex", u32), ("ifindex", u32), ("tc_index", u32), ("cb", u32 * 5), ("hash", u32),
+                ("tc_classid", u32), ("data", u32), ("data_end", u32), ("napi_id", u32), ("family", u32),
+                ("remote_ip4", u32), ("local_ip4", u32), ("remote_ip6", u32 * 4), ("local_ip6", u32 * 4),
+                ("remote_port", u32), ("local_port", u32), ("data_meta", u32), ("flow_keys", u64),
+                ("tstamp", u64), ("wire_len", u32), ("gso_segs", u32), ("sk", u64), ("gso_size", u32),
+                ("tstamp_type", ct.c_uint8), ("pad", ct.c_uint8 * 3), ("hwtstamp", u64)]
+
+
+class _TestRunOpts(ct.Structure):
+    _fields_ = [("sz", ct.c_size_t), ("data_in", ct.c_void_p), ("data_out", ct.c_void_p),
+                ("data_size_in", u32), ("data_size_out", u32), ("ctx_in", ct.c_void_p), ("ctx_out", ct.c_void_p),
+                ("ctx_size_in", u32), ("ctx_size_out", u32), ("retval", u32), ("repeat", ct.c_int),
+                ("duration", u32), ("flags", u32), ("cpu", ct.c_int), ("batch_size", u32)]
+
+
+_libbpf: Any = None
+
+
+def prog_test_run(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff]:
+    """Run a SCHED_CLS program once on `packet` (BPF_PROG_TEST_RUN through
+    libbpf). Returns the program's return value and the context it left."""
+    global _libbpf
+    if _libbpf is None:
+        _libbpf = ct.CDLL("libbpf.so.1", use_errno=True)
+        _libbpf.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
+    data = ct.create_string_buffer(packet, len(packet))
+    out = SkBuff()
+    opts = _TestRunOpts(sz=ct.sizeof(_TestRunOpts), data_in=ct.cast(data, ct.c_void_p), data_size_in=len(packet),
+                        ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
+                        ctx_out=ct.cast(ct.pointer(out), ct.c_void_p), ctx_size_out=ct.sizeof(out), repeat=1)
+    if _libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
+        raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
+    return int(opts.retval), out
+
+

@@ -1,0 +1,285 @@
+"""A pure-Python model of every scheme's upward decision, and the parameters
+the switch takes from it (Ofan's port orders and basis, AR's thresholds).
+
+The eBPF switch (ebpf/include/lb_*.h) implements each scheme; the functions
+here compute the same decisions from the same inputs (destination key, size
+class, ingress port, pointer values, queue lengths, random draws), so the
+differential tests can compare the two decision by decision. `MODELS` holds
+one model per scheme of the registry (testbed.dataplane.schemes); `decide()`
+dispatches to it. Upward port choice only: downward forwarding is exact and
+the same for every scheme.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .schemes import Scheme, SchemeConfig, SchemeError
+
+# Frames shorter than this use the small (ACK) pointer class (shared.h SMALL_MAX_BYTES).
+SMALL_MAX_BYTES = 256
+CLASS_DATA, CLASS_SMALL = 0, 1
+N_CLASSES = 2
+
+
+def size_class(frame_len: int) -> int:
+    return CLASS_SMALL if frame_len < SMALL_MAX_BYTES else CLASS_DATA
+
+
+# -- ECMP ------------------------------------------------------------------
+_ECMP_MULT = 0x9E3779B1
+_M32 = 0xFFFFFFFF
+
+
+def _mix(h: int, x: int) -> int:
+    h = ((h ^ x) * _ECMP_MULT) & _M32
+    return h ^ (h >> 16)
+
+
+def ecmp_hash(seed: int, saddr: bytes, daddr: bytes, l4_first4: bytes, proto: int) -> int:
+    """Mirror of lb_ecmp.h: words are the packet bytes read as little-endian u32."""
+    h = _mix(seed & _M32, int.from_bytes(saddr, "little"))
+    h = _mix(h, int.from_bytes(daddr, "little"))
+    h = _mix(h, int.from_bytes(l4_first4, "little"))
+    return _mix(h, proto)
+
+
+def ecmp_port(w: int, seed: int, saddr: bytes, daddr: bytes, l4_first4: bytes, proto: int) -> int:
+    return ecmp_hash(seed, saddr, daddr, l4_first4, proto) % w
+
+
+# -- Ofan ------------------------------------------------------------------
+def b_bits(w: int) -> int:
+    """ceil(log2 w), at least 1."""
+    return max(1, math.ceil(math.log2(w)))
+
+
+def xor_w(v: int, x: int, w: int) -> int:
+    y = v ^ x
+    return y if y < w else v
+
+
+def pointer_id(d: int, n_keys: int, cls: int) -> int:
+    return d + n_keys * cls
+
+
+def ofan_port(i: int, pid: int, basis: Sequence[int]) -> int:
+    """Uplink slot for pointer value i of pointer `pid` (appendix F.2)."""
+    w = len(basis)
+    b = b_bits(w)
+    id1 = pid & ((1 << b) - 1)
+    id2 = (pid >> b) % w
+    return (xor_w(basis[i % w], id1, w) + id2) % w
+
+
+def ofan_order(pid: int, basis: Sequence[int]) -> tuple[int, ...]:
+    return tuple(ofan_port(i, pid, basis) for i in range(len(basis)))
+
+
+def canonical_cycle(order: Sequence[int]) -> tuple[int, ...]:
+    """A cyclic order written from its smallest element."""
+    j = list(order).index(min(order))
+    return tuple(order[j:]) + tuple(order[:j])
+
+
+def distinct_cycles(basis: Sequence[int]) -> int:
+    """Distinct cyclic orders reachable by any pointer id with this basis."""
+    w = len(basis)
+    ids = range((1 << b_bits(w)) * w)
+    return len({canonical_cycle(ofan_order(pid, basis)) for pid in ids})
+
+
+def choose_basis(w: int, candidates: int = 256) -> tuple[int, ...]:
+    """The basis permutation P for w uplinks: the candidate (from a fixed seed)
+    with the most distinct cyclic orders, so it is the same on every run."""
+    if w < 1:
+        raise SchemeError("w must be >= 1")
+    rng = random.Random(0x0FA4 + w)
+    best = tuple(range(w))
+    best_n = distinct_cycles(best)
+    for _ in range(candidates):
+        cand = list(range(w))
+        rng.shuffle(cand)
+        n = distinct_cycles(cand)
+        if n > best_n:
+            best, best_n = tuple(cand), n
+    return best
+
+
+def ofan_initial_pointers(n_keys: int, w: int, rng: random.Random) -> list[int]:
+    """Initial pointer values for ids 0..2*n_keys-1: data pointers uniform in
+    [0, w), small-class pointers half a rotation (floor(w/2)) after them."""
+    data = [rng.randrange(w) for _ in range(n_keys)]
+    small = [(v + w // 2) % w for v in data]
+    return data + small
+
+
+# -- destination-oblivious schemes --------------------------------------------
+def valid_slots(mask: int, w: int) -> list[int]:
+    return [i for i in range(w) if (mask >> i) & 1]
+
+
+def mask_draw(mask: int, w: int, draw: int) -> int:
+    """The (draw mod count)-th valid slot (lb_mask_draw)."""
+    v = valid_slots(mask, w)
+    return v[draw % len(v)]
+
+
+def rps_port(w: int, draw: int, mask: int | None = None) -> int:
+    return mask_draw((1 << w) - 1 if mask is None else mask, w, draw)
+
+
+def rr_port(w: int, ptr: int) -> int:
+    return ptr % w
+
+
+def skip_invalid(order: Any, ptr: int, mask: int, w: int) -> tuple[int, int]:
+    """Advance a pointer until its port is valid: (port, pointer advances)."""
+    for t in range(w):
+        port = int(order(ptr + t))
+        if (mask >> port) & 1:
+            return port, t + 1
+    return int(order(ptr + w - 1)), w
+
+
+def pick_min(scores: Sequence[int], draw: int) -> int:
+    """The (draw mod ties)-th slot, in slot order, among those with the minimum score."""
+    best = min(scores)
+    ties = [i for i, v in enumerate(scores) if v == best]
+    return ties[draw % len(ties)]
+
+
+def jsq_port(queue_bytes: Sequence[int], draw: int) -> int:
+    return pick_min(queue_bytes, draw)
+
+
+# Adaptive routing: thresholds as fractions of a reference port buffer. The
+# paper quantises at 5, 10 and 20 percent of an 800 KB per-port buffer.
+AR_BUFFER_BYTES = 800 * 1024
+AR_PERCENTS = (5.0, 10.0, 20.0)
+
+
+def ar_thresholds(buffer_bytes: int = AR_BUFFER_BYTES, percents: Sequence[float] = AR_PERCENTS) -> tuple[int, ...]:
+    if len(percents) != 3 or list(percents) != sorted(percents) or not all(0 < p <= 100 for p in percents):
+        raise SchemeError(f"AR needs 3 increasing percentages in (0, 100], got {list(percents)}")
+    if buffer_bytes <= 0:
+        raise SchemeError("AR buffer must be > 0 bytes")
+    return tuple(int(buffer_bytes * p / 100) for p in percents)
+
+
+def ar_level(queue_bytes: int, thresholds: Sequence[int]) -> int:
+    return sum(1 for t in thresholds if queue_bytes >= t)
+
+
+def ar_port(queue_bytes: Sequence[int], thresholds: Sequence[int], draw: int) -> int:
+    return pick_min([ar_level(q, thresholds) for q in queue_bytes], draw)
+
+
+def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequence[int],
+               mask: int | None = None) -> int:
+    """DRILL(2, 1): the remembered uplink (if valid), then two uniformly drawn
+    valid ones; fewest bytes wins, ties go to the earlier candidate. The
+    winner becomes the new memory."""
+    m = (1 << w) - 1 if mask is None else mask
+    s0, s1 = mask_draw(m, w, draw0), mask_draw(m, w, draw1)
+    best = memory % w
+    if not (m >> best) & 1:
+        best = s0
+    for c in (s0, s1):
+        if queue_bytes[c] < queue_bytes[best]:
+            best = c
+    return best
+
+
+# -- pOfan ----------------------------------------------------------------------
+def pofan_pipe(local_port: int, pipe_size: int, n_ports: int) -> int:
+    """Pipe of a switch port: groups of `pipe_size` consecutive port numbers."""
+    return (local_port // pipe_size) % n_ports
+
+
+# -- one decision, all schemes ---------------------------------------------------------
+@dataclass(frozen=True)
+class Decision:
+    """Everything one upward decision depends on (the model's inputs)."""
+
+    config: SchemeConfig
+    w: int
+    n_ports: int
+    d: int  # destination key: destination edge (edge switch) or pod (aggregation switch)
+    n_keys: int
+    cls: int
+    local_port: int  # ingress port number inside the switch
+    pointer: int  # Ofan/pOfan pointer value of the pointer this decision uses, or the RR pointer
+    queue_bytes: tuple[int, ...]  # per uplink slot
+    draws: tuple[int, int]
+    memory: int  # DRILL
+    thresholds: tuple[int, ...]  # AR
+    ecmp_seed: int
+    five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
+    mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
+
+    @property
+    def valid(self) -> int:
+        """The valid-uplink mask, with -1 spelled out."""
+        return (1 << self.w) - 1 if self.mask == -1 else self.mask
+
+
+# A model: (inputs, Ofan basis) -> (uplink slot, how far the scheme's pointer advances).
+Model = Callable[[Decision, Sequence[int]], tuple[int, int]]
+_INVALID = 1 << 64  # queue score of an invalid uplink: never the minimum while a valid one exists
+
+
+def _masked_queues(x: Decision) -> list[int]:
+    return [q if (x.valid >> i) & 1 else _INVALID for i, q in enumerate(x.queue_bytes)]
+
+
+def model_ecmp(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return mask_draw(x.valid, x.w, ecmp_hash(x.ecmp_seed, *x.five_tuple)), 0
+
+
+def model_ofan(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    """Ofan and pOfan: the pointer (of the switch, its pipe or its CPU) picks the port order's next valid uplink."""
+    pid = pointer_id(x.d, x.n_keys, x.cls)
+    return skip_invalid(lambda i: ofan_port(i, pid, basis), x.pointer, x.valid, x.w)
+
+
+def model_rps(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return rps_port(x.w, x.draws[0], x.valid), 0
+
+
+def model_rr(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return skip_invalid(lambda i: rr_port(x.w, i), x.pointer, x.valid, x.w)
+
+
+def model_jsq(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return jsq_port(_masked_queues(x), x.draws[0]), 0
+
+
+def model_ar(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    levels = [ar_level(q, x.thresholds) if q != _INVALID else _INVALID for q in _masked_queues(x)]
+    return pick_min(levels, x.draws[0]), 0
+
+
+def model_drill(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes, x.valid), 0
+
+
+MODELS: dict[Scheme, Model] = {
+    Scheme.ECMP: model_ecmp,
+    Scheme.OFAN: model_ofan,
+    Scheme.RPS: model_rps,
+    Scheme.RR: model_rr,
+    Scheme.JSQ: model_jsq,
+    Scheme.AR: model_ar,
+    Scheme.DRILL: model_drill,
+    Scheme.POFAN: model_ofan,
+}
+
+
+def decide(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    """(uplink slot the switch must choose, how far its pointer advances)."""
+    return MODELS[x.config.scheme](x, basis)

@@ -1,0 +1,123 @@
+"""The registry of load-balancing schemes: their names and numbers, the
+configuration one switch carries (scheme and pipe size), and which switches a
+selection names. Scheme numbers are shared with ebpf/include/shared.h; each
+scheme's decision is modelled in testbed.dataplane.models and implemented in
+ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
+
+| scheme | decision | follows |
+|---|---|---|
+| ecmp  | hash of the 5-tuple, per-switch seed | hash-based ECMP (paper Table 1) |
+| rps   | uniformly random uplink per packet | RSQ / RPS, paper section 3.1 |
+| rr    | one pointer per switch, all destinations | Simple RR, paper section 3.1 |
+| jsq   | fewest queued bytes, random tie-break | JSQ, paper section 3.1 |
+| ar    | lowest quantised queue level, random among them | AR, paper section 3.1, Table 1 |
+| drill | best of 2 random + remembered uplink | DRILL(2,1), Ghorbani et al. 2017 |
+| ofan  | per-destination rotation, one pointer set per switch | paper section 4.1, appendix F.2 |
+| pofan | per-destination rotation, one pointer set per pipe | paper section 5.1 |
+"""
+
+from __future__ import annotations
+
+import enum
+import random
+from dataclasses import dataclass
+
+from ..topology import FatTree, Level
+
+
+class SchemeError(ValueError):
+    """Unknown scheme or invalid scheme parameter."""
+
+
+class Scheme(enum.IntEnum):
+    ECMP = 0
+    OFAN = 1
+    RPS = 2
+    RR = 3
+    JSQ = 4
+    AR = 5
+    DRILL = 6
+    POFAN = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+    @classmethod
+    def parse(cls, name: str) -> Scheme:
+        try:
+            return cls[name.upper()]
+        except KeyError:
+            raise SchemeError(f"unknown scheme {name!r} (choose from {', '.join(names())})") from None
+
+
+def names() -> list[str]:
+    return [s.label for s in Scheme]
+
+
+PIPES_PER_CPU = 0  # SchemeConfig.pipe_size value: one pointer set per CPU
+
+
+@dataclass(frozen=True)
+class SchemeConfig:
+    """A scheme and its parameter, as set on one switch."""
+
+    scheme: Scheme
+    pipe_size: int = 4  # pOfan only: ports per pipe (1 = 1Ofan, 4 = 4Ofan) or PIPES_PER_CPU
+
+    @property
+    def label(self) -> str:
+        if self.scheme is not Scheme.POFAN:
+            return self.scheme.label
+        return "pofan-cpu" if self.pipe_size == PIPES_PER_CPU else f"{self.pipe_size}ofan"
+
+    def validate(self, n_ports: int) -> None:
+        if self.scheme is Scheme.POFAN and self.pipe_size != PIPES_PER_CPU:
+            if self.pipe_size < 1 or n_ports % self.pipe_size:
+                raise SchemeError(f"pipe size must be >= 1 and divide the {n_ports} ports of a switch, "
+                                  f"got {self.pipe_size}")
+
+
+def parse_pipe_size(text: str) -> int:
+    if text == "cpu":
+        return PIPES_PER_CPU
+    try:
+        v = int(text)
+    except ValueError:
+        raise SchemeError(f"pipe size must be a positive integer or 'cpu', got {text!r}") from None
+    if v < 1:
+        raise SchemeError(f"pipe size must be >= 1, got {v}")
+    return v
+
+
+# -- which switches ------------------------------------------------------------------
+def select_switches(tree: FatTree, which: str, seed: int) -> list[str]:
+    """LB switches (edge and aggregation) chosen by `which`: all, edge, agg,
+    pod:N (both tiers of pod N), random:F (a fraction F of them, drawn with
+    `seed`; exactly round(F x count))."""
+    lb = [sw for sw in tree.switches if sw.level is not Level.CORE]
+    if which == "all":
+        return [sw.name for sw in lb]
+    if which == "edge":
+        return [sw.name for sw in lb if sw.level is Level.EDGE]
+    if which == "agg":
+        return [sw.name for sw in lb if sw.level is Level.AGG]
+    kind, _, arg = which.partition(":")
+    if kind == "pod":
+        try:
+            pod = int(arg)
+        except ValueError:
+            raise SchemeError(f"pod:N needs an integer pod, got {which!r}") from None
+        if not 0 <= pod < tree.pods:
+            raise SchemeError(f"pod must be in [0, {tree.pods - 1}], got {pod}")
+        return [sw.name for sw in lb if sw.pod == pod]
+    if kind == "random":
+        try:
+            frac = float(arg)
+        except ValueError:
+            raise SchemeError(f"random:F needs a fraction, got {which!r}") from None
+        if not 0 < frac <= 1:
+            raise SchemeError(f"random:F needs F in (0, 1], got {frac}")
+        names = [sw.name for sw in lb]
+        return sorted(random.Random(seed).sample(names, round(frac * len(names))))
+    raise SchemeError(f"--switches must be all, edge, agg, pod:N or random:F, got {which!r}")

@@ -1,0 +1,145 @@
+"""What the switches are told, through the pinned maps: a fat tree's
+forwarding state, each switch's scheme, and the per-switch state the schemes
+keep (ECMP seeds, Ofan/pOfan and RR pointers, DRILL memory).
+
+`program()` writes a fat tree's ports, switches, links and destinations;
+`set_uplink_masks()` and `set_downlinks()` change the routes live (the
+control plane's output); `reset_state()`, `apply_schemes()` and
+`set_scheme()` change schemes by map writes only.
+"""
+
+from __future__ import annotations
+
+import ctypes as ct
+import random
+import time
+from typing import Any
+
+from ..topology import FatTree, Level, Node
+from . import models, schemes
+from .compile import Dims
+from .maps import DstInfo, Maps, PortInfo, SwitchCfg
+from .schemes import Scheme
+
+
+def _mac8(mac: bytes) -> Any:
+    return (ct.c_uint8 * 8)(*mac)
+
+
+def program(maps: Maps, tree: FatTree) -> None:
+    """Write the fat tree's ports, switches, links and destinations."""
+    for p in tree.ports:
+        node = tree.by_name[p.node]
+        peer = tree.by_name[p.peer]
+        maps.port_info.set(p.ifindex, PortInfo(node=node.nid, level=int(node.level), peer_ifindex=p.peer_ifindex,
+                                               stage=int(p.stage), to_host=int(peer.is_host),
+                                               local=tree.local_index(p), mac=_mac8(p.mac)))
+    for sw in tree.switches:
+        maps.switch_cfg.set(sw.nid, SwitchCfg(level=int(sw.level), pod=max(sw.pod, 0), index=sw.index,
+                                              edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
+                                              scheme=int(Scheme.ECMP), seed=0))
+        for slot, p in enumerate(tree.downlinks(sw.name)):
+            maps.downlinks.set(sw.nid * tree.k + slot, p.ifindex)
+        if sw.level is not Level.CORE:
+            for slot, p in enumerate(tree.uplinks(sw.name)):
+                maps.uplinks.set(sw.nid * tree.w + slot, p.ifindex)
+    for h in tree.hosts:
+        edge = tree.by_name[tree.edge_of(h.name)]
+        key = int.from_bytes(tree.host_ip(h).packed, "little")
+        maps.dst_info.set(key, DstInfo(host=h.nid, pod=h.pod, edge=edge.index, edge_global=tree.edge_global(edge),
+                                       slot=h.index, mac=_mac8(tree.host_port(h.name).mac)))
+    for i, v in enumerate(models.choose_basis(tree.w)):
+        maps.ofan_basis.set(i, v)
+    set_ar_thresholds(maps, models.ar_thresholds())
+    full = (1 << tree.w) - 1
+    set_uplink_masks(maps, tree, {(sw.nid, d): full for sw in lb_switches(tree) for d in range(n_keys(tree, sw.level))})
+
+
+def set_uplink_masks(maps: Maps, tree: FatTree, masks: dict[tuple[int, int], int]) -> None:
+    """Valid-uplink bitmasks by (switch id, destination key), in one batch."""
+    nk = Dims.of(tree).n_keys
+    maps.uplink_mask.set_many([(sw * nk + d, m) for (sw, d), m in masks.items()])
+
+
+def set_downlinks(maps: Maps, tree: FatTree, routes: dict[tuple[int, int], int]) -> None:
+    """Downward routes by (switch id, slot): egress ifindex, or 0 to withdraw the route."""
+    maps.downlinks.set_many([(sw * tree.k + slot, ifx) for (sw, slot), ifx in routes.items()])
+
+
+def set_ar_thresholds(maps: Maps, thresholds: tuple[int, ...]) -> None:
+    for i, t in enumerate(thresholds):
+        maps.ar_thresh.set(i, t)
+
+
+def ar_thresholds(maps: Maps) -> tuple[int, ...]:
+    return tuple(int(maps.ar_thresh.get(i).value) for i in range(3))
+
+
+def n_keys(tree: FatTree, level: Level) -> int:
+    """Destination keys of a switch tier: destination edges (edge), pods (agg)."""
+    return tree.n_edges if level is Level.EDGE else tree.pods
+
+
+def lb_switches(tree: FatTree) -> list[Node]:
+    return [sw for sw in tree.switches if sw.level is not Level.CORE]
+
+
+def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None = None) -> None:
+    """Fresh per-switch state drawn from `seed`, so repeated runs with one seed
+    are identical and runs with different seeds independent: ECMP seeds, Ofan
+    and pOfan pointers (every pipe, every CPU; data pointers uniform in [0, w),
+    small-class pointers half a rotation away), Simple RR pointers, DRILL memory."""
+    rng = random.Random(seed)
+    dims = Dims.of(tree)
+    ncpu = maps.ofan_ptr_cpu.ncpu
+    ptrs: list[tuple[int, int]] = []
+    for sw in lb_switches(tree):
+        if switches is not None and sw.name not in switches:
+            continue
+        cfg = maps.switch_cfg.get(sw.nid)
+        cfg.seed = rng.getrandbits(32)
+        maps.switch_cfg.set(sw.nid, cfg)
+        nk = n_keys(tree, sw.level)
+        for pipe in range(tree.switch_ports):
+            base = (sw.nid * tree.switch_ports + pipe) * dims.n_ptr
+            ptrs += [(base + pid, v) for pid, v in enumerate(models.ofan_initial_pointers(nk, tree.w, rng))]
+        per_cpu = [models.ofan_initial_pointers(nk, tree.w, rng) for _ in range(ncpu)]
+        for pid in range(2 * nk):
+            maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [per_cpu[c][pid] for c in range(ncpu)])
+        maps.rr_ptr.set(sw.nid, rng.randrange(tree.w))
+        maps.drill_mem.set(sw.nid, rng.randrange(tree.w))
+    maps.ofan_ptr.set_many(ptrs)
+
+
+def apply_schemes(maps: Maps, tree: FatTree, assignment: dict[str, schemes.SchemeConfig]) -> float:
+    """Set each named switch's scheme by map writes only (the programs stay
+    attached). Returns how long the writes took, in seconds: after the last
+    write returns, every packet the switches process uses the new scheme."""
+    by_name = tree.by_name
+    cfgs = {}
+    for name in assignment:
+        cfgs[name] = maps.switch_cfg.get(by_name[name].nid)
+    t0 = time.perf_counter()
+    for name, sc in assignment.items():
+        cfg = cfgs[name]
+        cfg.scheme = int(sc.scheme)
+        cfg.pipe_size = sc.pipe_size
+        maps.switch_cfg.set(by_name[name].nid, cfg)
+    return time.perf_counter() - t0
+
+
+def current_schemes(maps: Maps, tree: FatTree) -> dict[str, schemes.SchemeConfig]:
+    out = {}
+    for sw in lb_switches(tree):
+        cfg = maps.switch_cfg.get(sw.nid)
+        out[sw.name] = schemes.SchemeConfig(Scheme(cfg.scheme), cfg.pipe_size)
+    return out
+
+
+def set_scheme(maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None,
+               pipe_size: int = 4) -> None:
+    """Reset the state of the given LB switches (all by default) from `seed`
+    and set their scheme."""
+    names = switches if switches is not None else [sw.name for sw in lb_switches(tree)]
+    reset_state(maps, tree, seed, names)
+    apply_schemes(maps, tree, {n: schemes.SchemeConfig(scheme, pipe_size) for n in names})

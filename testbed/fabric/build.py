@@ -1,0 +1,286 @@
+"""Build and tear down a fat tree of namespaces, veth links, TBF queues and
+eBPF switches on the running kernel.
+
+`Fabric(spec)` is a context manager: entering builds everything, leaving
+tears it down (also after an error half-way). Every kernel object lives in a
+namespace named `{prefix}-{node}` or in the bpffs directory `{prefix}-maps`;
+nothing is created in the root namespace, so deleting the namespaces removes
+every veth, qdisc and filter with them.
+
+Speed (see the README): namespaces are created in-process, both veth ends
+are created in their namespaces by one request with explicit ifindex values,
+and each namespace is configured by one batch of netlink messages while bcc
+compiles in a background thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import os
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dataplane import switches
+from ..dataplane.compile import Compiled, CompileThread, Dims
+from ..dataplane.maps import Maps
+from ..dataplane.schemes import Scheme, SchemeConfig
+from ..topology import FatTree, Node
+from . import netlink, netns, state
+from .netlink import Netlink, Request
+
+DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
+DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing the rate")
+DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
+DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
+ETH_HLEN = 14
+
+
+class FabricError(RuntimeError):
+    """The fabric cannot be built or found."""
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    k: int
+    rate_bps: int = DEFAULT_RATE_BPS
+    prefix: str = "tb"
+    scheme: Scheme = Scheme.ECMP
+    mtu: int = DEFAULT_MTU
+    burst_bytes: int = 0  # 0: DEFAULT_BURST_FRAMES maximum-size frames (MTU + Ethernet header each)
+    buffer_bytes: int = DEFAULT_BUFFER_BYTES
+    seed: int = 1
+    pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
+    topology: str = "fattree"  # or "leafspine" (testbed.topology)
+
+    def __post_init__(self) -> None:
+        if self.rate_bps <= 0:
+            raise ValueError(f"rate must be > 0, got {self.rate_bps} bit/s")
+        if self.rate_bps >= 8 * 2**32:
+            raise ValueError(f"rate must be below {8 * 2**32} bit/s")
+        if not 1280 <= self.mtu <= 65535:
+            raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
+        if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
+            raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
+        self.tree()  # validates k, prefix and topology
+        SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
+
+    @property
+    def burst(self) -> int:
+        return self.burst_bytes or DEFAULT_BURST_FRAMES * (self.mtu + ETH_HLEN)
+
+    def tree(self) -> FatTree:
+        return FatTree(self.k, self.prefix, self.topology)
+
+
+@dataclass
+class BuildTimes:
+    namespaces_s: float = 0.0
+    links_s: float = 0.0
+    compile_wait_s: float = 0.0
+    maps_s: float = 0.0
+    configure_s: float = 0.0
+    total_s: float = 0.0
+    extra: dict[str, float] = field(default_factory=dict)
+
+
+def host_rate_bps(rate_bps: int, load: float) -> int:
+    return max(8, int(round(rate_bps * load)))
+
+
+def _ip(addr: Any) -> bytes:
+    return addr.packed  # type: ignore[no-any-return]
+
+
+class Fabric:
+    """A fat tree on the kernel. Use `with Fabric(spec) as fab:`."""
+
+    def __init__(self, spec: FabricSpec) -> None:
+        self.spec = spec
+        self.tree = spec.tree()
+        self.times = BuildTimes()
+        self.compiled: Compiled | None = None
+        self.maps: Maps | None = None
+        self.owned = True  # False for a handle from attach(): never torn down here
+        self._claimed = False  # True once build() has claimed the prefix: teardown may clean it
+        self.watcher: Any = None
+
+    # -- build -------------------------------------------------------------
+    def __enter__(self) -> Fabric:
+        """Build, and keep the forwarding state in line with the links (a link
+        watcher thread) for as long as this process owns the fabric."""
+        if not self.owned:
+            return self  # a handle from attach(): the fabric is already up, with its own watcher
+        try:
+            self.build()
+            self.start_watcher()
+        except BaseException:
+            self.teardown()
+            raise
+        return self
+
+    def start_watcher(self) -> None:
+        from .watcher import Watcher
+
+        assert self.maps is not None
+        self.watcher = Watcher(self.tree, Maps(self.spec.prefix)).start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self.owned:
+            self.teardown()
+        elif self.maps is not None:
+            self.maps.close()
+            self.maps = None
+
+    @classmethod
+    def attach(cls, prefix: str) -> Fabric:
+        """A handle on the fabric that is up under `prefix` (built by another
+        invocation). Leaving its context closes the maps and leaves the fabric up."""
+        st = state.load(prefix)
+        if st is None or not st.complete:
+            raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
+        spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
+                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology)
+        fab = cls(spec)
+        fab.owned = False
+        fab.maps = Maps(prefix)
+        return fab
+
+    def build(self) -> None:
+        spec, tree = self.spec, self.tree
+        if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
+            raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
+        self._claimed = True
+        t0 = time.perf_counter()
+        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
+                                     spec.scheme.label, time.time(), topology=spec.topology))
+        compiling = CompileThread(Dims.of(tree))
+        netns.prepare_run_dir()
+        socks: dict[str, Netlink] = {}
+        ioctls: dict[str, socket.socket] = {}
+        fds: dict[str, int] = {}
+        try:
+            for node in tree.nodes:
+                socks[node.name], ioctls[node.name] = netns.create(tree.ns(node.name), _inside_new_namespace)
+            for node in tree.nodes:
+                fds[node.name] = netns.open_fd(tree.ns(node.name))
+            t1 = time.perf_counter()
+            self.times.namespaces_s = t1 - t0
+            with Netlink() as root:
+                root.run(self._veth_requests(fds))
+            t2 = time.perf_counter()
+            self.times.links_s = t2 - t1
+            self.compiled = compiling.get()
+            t3 = time.perf_counter()
+            self.times.compile_wait_s = t3 - t2
+            self.compiled.pin(spec.prefix)
+            self.maps = Maps(spec.prefix)
+            switches.program(self.maps, tree)
+            switches.set_scheme(self.maps, tree, spec.scheme, spec.seed, pipe_size=spec.pipe_size)
+            t4 = time.perf_counter()
+            self.times.maps_s = t4 - t3
+            for node in tree.nodes:
+                socks[node.name].run(self._configure_requests(node))
+                for p in tree.ports_of[node.name]:
+                    offloads_off(ioctls[node.name], p.ifname)
+            self.times.configure_s = time.perf_counter() - t4
+        finally:
+            for s in socks.values():
+                s.close()
+            for u in ioctls.values():
+                u.close()
+            for fd in fds.values():
+                os.close(fd)
+            if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
+                try:
+                    self.compiled = compiling.get()
+                except Exception:  # noqa: BLE001, S110 - the error being raised already says what failed
+                    pass
+        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
+                                     spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
+                                     complete=True, topology=spec.topology))
+        self.times.total_s = time.perf_counter() - t0
+
+    def _veth_requests(self, fds: dict[str, int]) -> list[Request]:
+        reqs = []
+        for ln in self.tree.links:
+            a, b = self.tree.ports[ln.a_gid], self.tree.ports[ln.b_gid]
+            reqs.append(netlink.veth_pair(a.ifname, a.ifindex, a.mac, fds[ln.a],
+                                          b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu))
+        return reqs
+
+    def _configure_requests(self, node: Node) -> list[Request]:
+        spec, tree = self.spec, self.tree
+        assert self.compiled is not None
+        fds = self.compiled.fds
+        reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
+        for p in tree.ports_of[node.name]:
+            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
+            reqs.append(netlink.qdisc_clsact(p.ifindex))
+            if node.is_host:
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["host_egress"], "host_egress", egress=True))
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["host_ingress"], "host_ingress", egress=False))
+            else:
+                reqs.append(netlink.filter_bpf(p.ifindex, fds["switch_ingress"], "switch_ingress", egress=False))
+            reqs.append(netlink.link_set(p.ifindex, True, f"{node.name}:{p.ifname} up"))
+        if node.is_host:
+            p = tree.host_port(node.name)
+            gw = _ip(tree.gateway_ip(node))
+            reqs.append(netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32))
+            reqs.append(netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac))
+            reqs.append(netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex))
+        return reqs
+
+    # -- teardown ----------------------------------------------------------
+    def teardown(self) -> None:
+        """Idempotent: stop the watcher, close maps and program fds, then remove every object."""
+        if self.watcher is not None:
+            self.watcher.stop()
+            self.watcher.maps.close()
+            self.watcher = None
+        prog_ids = self.compiled.prog_ids() if self.compiled is not None and self.compiled.fds else {}
+        if self.maps is not None:
+            self.maps.close()
+            self.maps = None
+        if self.compiled is not None:
+            self.compiled.close()
+            self.compiled = None
+        if not self._claimed:
+            return  # never built (e.g. the prefix was taken): nothing of ours to remove
+        from .clean import clean
+
+        clean(self.spec.prefix, wait_prog_ids=list(prog_ids.values()))
+        self._claimed = False
+
+
+def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int) -> None:
+    """Re-pace every host NIC (its egress TBF) to `rate_bps`."""
+    for h in tree.hosts:
+        p = tree.host_port(h.name)
+        with netns.entered(tree.ns(h.name)), Netlink() as nl:
+            nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True)])
+
+
+def _inside_new_namespace() -> tuple[Netlink, socket.socket]:
+    """Runs inside each new namespace: no IPv6 (no router solicitations or
+    link-local chatter in the fabric), then a netlink socket and an ioctl
+    socket bound here."""
+    netns.write_sysctl("net.ipv6.conf.all.disable_ipv6", "1")
+    netns.write_sysctl("net.ipv6.conf.default.disable_ipv6", "1")
+    return Netlink(), socket.socket(socket.AF_INET, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC)
+
+
+SIOCETHTOOL = 0x8946
+ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x1F, 0x24, 0x2C
+
+
+def offloads_off(sock: socket.socket, ifname: str) -> None:
+    """TSO, GSO and GRO off on one interface (of the socket's namespace), so
+    every qdisc and program sees real packets, never super-packets."""
+    for cmd in (ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO):
+        value = ctypes.create_string_buffer(struct.pack("=II", cmd, 0), 8)
+        ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(value)).ljust(40, b"\0")
+        fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)

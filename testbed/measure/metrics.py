@@ -1,0 +1,185 @@
+"""Measurements as arithmetic: from the collector's samples to the numbers
+a run reports (CCT lower bound, queues per port and stage, worst link
+overload, utilisation, host pacing, service of busy links). Pure: no kernel,
+unit-tested on hand-made samples.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from traffic.packet import Packetizer
+from traffic.workloads import Flow
+
+from ..topology import FatTree, Stage
+
+
+@dataclass(frozen=True)
+class PortSample:
+    ifindex: int
+    pkts: int
+    bytes: int
+    max_pkts: int
+    max_bytes: int
+    integral_pkts_ns: int  # occupancy-time integral since the reset
+    integral_bytes_ns: int
+    tx_pkts: int
+    tx_bytes: int
+    rx_pkts: int
+    rx_bytes: int
+    first_rx_ns: int
+    last_rx_ns: int
+    first_tx_ns: int
+    last_tx_ns: int
+    busy_ns: int = 0
+    busy_periods: int = 0
+
+
+@dataclass(frozen=True)
+class FlowSample:
+    fid: int
+    pkts: int
+    bytes: int
+    first_ns: int
+    last_ns: int
+    ooo: int
+    max_disp: int
+
+
+def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int = 0) -> tuple[dict[int, int],
+                                                                                            dict[int, int]]:
+    """Frame bytes each host sends and receives (ACKs included when each data
+    packet is answered by an ACK of `ack_frame_bytes`)."""
+    sent: dict[int, int] = {}
+    recv: dict[int, int] = {}
+    for f in flows:
+        b = pk.frame_bytes(f.size_bytes)
+        a = pk.count(f.size_bytes) * ack_frame_bytes
+        sent[f.src] = sent.get(f.src, 0) + b
+        recv[f.dst] = recv.get(f.dst, 0) + b
+        sent[f.dst] = sent.get(f.dst, 0) + a
+        recv[f.src] = recv.get(f.src, 0) + a
+    return sent, recv
+
+
+def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
+                      burst_bytes: int, ack_frame_bytes: int = 0) -> float:
+    """No collective can finish sooner: each host's NIC (a token bucket of
+    `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
+    time t, and each host's last link (a token bucket at line rate) delivers at
+    most as much. A TBF with tokens releases a packet at once, so an emulated
+    hop adds no serialisation delay of its own: the bound has no per-hop term
+    (see the README, "Measurements"). The same bound serves every
+    workload (the paper uses naive bounds beyond permutations)."""
+    sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
+    send_s = max(max(0, b - burst_bytes) * 8 / host_rate_bps for b in sent.values())
+    recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
+    return max(send_s, recv_s)
+
+
+@dataclass(frozen=True)
+class PortQueue:
+    port: str
+    stage: str
+    avg_pkts: float
+    max_pkts: int
+    avg_bytes: float
+    max_bytes: int
+    tx_pkts: int
+
+
+def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) -> list[PortQueue]:
+    out = []
+    for p in tree.ports:
+        s = ports[p.ifindex]
+        out.append(PortQueue(p.label, p.stage.label, s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
+                             s.max_pkts, s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0, s.max_bytes,
+                             s.tx_pkts))
+    return out
+
+
+def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
+    """Per stage: mean of the ports' time-averaged queues, and the largest maximum."""
+    acc: dict[str, list[PortQueue]] = {s.label: [] for s in Stage}
+    for q in queues:
+        acc[q.stage].append(q)
+    return {st: {"avg_pkts": sum(q.avg_pkts for q in qs) / len(qs) if qs else 0.0,
+                 "max_pkts": max((q.max_pkts for q in qs), default=0)} for st, qs in acc.items()}
+
+
+def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
+                  host_rate_bps: int, burst_bytes: int) -> dict[str, float]:
+    """Achieved / configured rate - 1 for each sending host NIC, measured from
+    the arrival times of its packets at its edge switch. A NIC's token bucket
+    starts full, so the frames that fit in its burst leave at once; they are
+    left out of the rate."""
+    out = {}
+    for src in sorted({f.src for f in flows}):
+        host = tree.hosts[src]
+        s = ports[tree.host_port(host.name).ifindex]
+        span = s.last_rx_ns - s.first_rx_ns
+        if s.rx_pkts < 2 or span <= 0:
+            continue
+        frame = s.rx_bytes / s.rx_pkts  # a host's frames are equal-sized but for its last one
+        head = min(s.rx_pkts - 1, max(1, int(burst_bytes // frame)))
+        achieved = (s.rx_bytes - head * frame) * 8 / (span / 1e9)
+        out[host.name] = achieved / host_rate_bps - 1.0
+    return out
+
+
+SWITCH_STAGES = (Stage.EDGE_AGG, Stage.AGG_CORE, Stage.CORE_AGG, Stage.AGG_EDGE)
+
+
+def worst_overload(tree: FatTree, ports: Mapping[int, PortSample]) -> dict[str, float]:
+    """Per stage, the paper's Fig. 3 metric: each link's bytes divided by the
+    ideal uniform share of its stage (the stage's bytes over its links), minus
+    one; the worst link of the stage. 0 means perfectly even."""
+    out = {}
+    for st in Stage:
+        carried = [ports[p.ifindex].tx_bytes for p in tree.ports if p.stage is st]
+        total = sum(carried)
+        out[st.label] = max(c / (total / len(carried)) - 1.0 for c in carried) if total else 0.0
+    return out
+
+
+def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int) -> dict[str, float]:
+    """Per port: bytes carried / (line rate x CCT)."""
+    if window_ns <= 0:
+        return {p.label: 0.0 for p in tree.ports}
+    cap = rate_bps / 8 * window_ns / 1e9
+    return {p.label: ports[p.ifindex].tx_bytes / cap for p in tree.ports}
+
+
+def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], rate_bps: int,
+                          window_ns: int) -> float:
+    """Network-wide utilisation (paper Fig. 1a): bytes delivered to the
+    receivers over what their links could carry at line rate during the CCT."""
+    receivers = {f.dst for f in flows}
+    if window_ns <= 0 or not receivers:
+        return 0.0
+    got = sum(ports[tree.port(tree.edge_of(tree.hosts[d].name), tree.hosts[d].name).ifindex].tx_bytes
+              for d in receivers)
+    return got / (len(receivers) * rate_bps / 8 * window_ns / 1e9)
+
+
+MIN_PKTS_PER_BUSY_PERIOD = 20
+
+
+def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, burst_bytes: int,
+                      host_rate_bps: int) -> dict[str, float]:
+    """For ports that stayed busy (on average >= 20 packets per busy period):
+    achieved / configured rate while busy, (bytes - burst) / (rate x busy
+    time). A TBF that keeps up delivers rate x T bytes in a busy time T, plus
+    the tokens it starts with (one burst; a short idle gap refills a little
+    more, which can only raise the ratio). A ratio below 1 means the kernel
+    dequeued late and the emulated link lost capacity."""
+    out = {}
+    for p in tree.ports:
+        s = ports[p.ifindex]
+        if s.busy_periods == 0 or s.busy_ns <= 0 or s.rx_pkts < MIN_PKTS_PER_BUSY_PERIOD * s.busy_periods:
+            continue
+        rate = host_rate_bps if p.stage is Stage.HOST_EDGE else rate_bps
+        achieved = max(0, s.rx_bytes - burst_bytes) * 8 / (s.busy_ns / 1e9)
+        out[p.label] = achieved / rate
+    return out

@@ -1,0 +1,84 @@
+"""Compare schemes: a matrix of runs (schemes x seeds) on one fabric, one
+summary table. Every run writes its own result directory; the summary is
+`summary.csv` beside them, one row per run, and `compare_summary` turns it
+into one row per scheme (mean, standard error of the mean, worst case)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..dataplane.schemes import Scheme, SchemeConfig, SchemeError, parse_pipe_size
+
+
+def parse_schemes(text: str) -> list[SchemeConfig]:
+    """'ecmp,ofan,pofan:4,pofan:cpu' -> scheme configurations."""
+    out = []
+    for item in text.split(","):
+        name, _, pipe = item.strip().partition(":")
+        if not name:
+            raise SchemeError(f"empty scheme in {text!r}")
+        scheme = Scheme.parse(name)
+        if pipe and scheme is not Scheme.POFAN:
+            raise SchemeError(f"only pofan takes a pipe size ({item!r})")
+        out.append(SchemeConfig(scheme, parse_pipe_size(pipe) if pipe else 4))
+    if len({c.label for c in out}) != len(out):
+        raise SchemeError(f"a scheme is listed twice in {text!r}")
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise SchemeError(f"seeds are integers separated by commas, got {text!r}") from None
+    if not seeds:
+        raise SchemeError("at least one seed")
+    return seeds
+
+
+@dataclass(frozen=True)
+class Cell:
+    config: SchemeConfig
+    seed: int
+
+
+def row_of(r: dict[str, Any]) -> dict[str, Any]:
+    """The summary row of one run."""
+    q = r["queues"]
+    return {"scheme": r["scheme"], "seed": r["seed"], "workload": r["workload"], "size_bytes": r["size_bytes"],
+            "load": r["load"], "cct_s": r["cct_s"], "cct_increase": r["cct_increase"],
+            "max_queue_pkts": max(q[s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge",
+                                                              "edge_host")),
+            **{f"max_{s}": q[s]["max_pkts"] for s in q}, **{f"avg_{s}": q[s]["avg_pkts"] for s in q},
+            "utilisation": r["utilisation"], "drops": r["drops"], "valid": r["fidelity"]["valid"],
+            "out_dir": r["out_dir"]}
+
+
+def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], out: Path) -> pd.DataFrame:
+    """Run every cell (into out/<scheme>-s<seed>) and write out/summary.csv."""
+    out.mkdir(parents=True, exist_ok=True)
+    rows = [row_of(one(c, out / f"{c.config.label}-s{c.seed}")) for c in cells]
+    df = pd.DataFrame(rows)
+    df.to_csv(out / "summary.csv", index=False)
+    return df
+
+
+def compare_summary(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per scheme, in the order first seen: mean and SEM of the CCT
+    increase, worst max queue, runs, valid runs."""
+    rows = []
+    for scheme in dict.fromkeys(df["scheme"]):
+        d = df[df["scheme"] == scheme]
+        n = len(d)
+        inc = d["cct_increase"]
+        sem = float(inc.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
+        rows.append({"scheme": scheme, "runs": n, "valid": int(d["valid"].sum()),
+                     "cct_increase_mean": float(inc.mean()), "cct_increase_sem": sem,
+                     "max_queue_pkts": int(d["max_queue_pkts"].max()), "drops": int(d["drops"].sum())})
+    return pd.DataFrame(rows)

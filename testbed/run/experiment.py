@@ -1,0 +1,304 @@
+"""One run: a workload over a fabric that is up, measured end to end.
+
+`run(fabric, params, out_dir)` paces the host NICs, sets the scheme on every
+LB switch (or keeps each switch's current scheme, for mixed deployments),
+gives every switch fresh random pointer state drawn from the seed, resets the
+counters, sends the collective while sampling every queue, waits until every
+packet (and ACK) is delivered or the fabric is drained, and returns a
+`Result`. With `out_dir` it also writes the run's directory (testbed.measure.results).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from traffic.packet import ACK_FRAME_BYTES, Packetizer
+from traffic.sender import Endpoint, Senders, SendReport
+from traffic.workloads import Flow, WorkloadError
+
+from ..dataplane import control, switches
+from ..dataplane.maps import Maps, RunCfg
+from ..dataplane.schemes import SchemeConfig
+from ..fabric import links, netns, state
+from ..fabric.build import Fabric, host_rate_bps, set_host_rate
+from ..fabric.links import SETTLE_S
+from ..fabric.observe import qdisc_stats
+from ..measure import collector, fidelity, metrics, provenance, results
+from ..topology import FatTree
+from . import faults
+from .params import Result, RunError, RunParams
+
+DRAIN_IDLE_S = 0.5  # give up waiting for stragglers after this long without progress
+SAMPLE_HZ = 500.0
+
+
+def endpoints(tree: FatTree) -> list[Endpoint]:
+    """Every host as the senders see it (namespace path and address), by host id."""
+    return [Endpoint(netns.path_of(tree.ns(h.name)), str(tree.host_ip(h))) for h in tree.hosts]
+
+
+def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
+        discarded: list[dict[str, Any]] | None = None) -> Result:
+    spec, tree, maps = fab.spec, fab.tree, fab.maps
+    assert maps is not None
+    pk = Packetizer(p.payload)
+    if pk.frame_len(p.payload) > spec.mtu + 14:
+        raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
+    if p.scheme is not None:
+        SchemeConfig(p.scheme, p.pipe_size).validate(tree.switch_ports)
+    try:
+        flows = p.flows(tree)
+    except WorkloadError as e:
+        raise RunError(str(e)) from None
+    if not flows:
+        raise RunError("the workload has no flow")
+    actions = faults.parse_timeline(p.events, tree) if p.events else []
+    failed_now = faults.current_failed(tree)
+    rho: dict[str, Any] = {"paced": False}
+    pace = p.load
+    if p.pace_rho_max:
+        rm = control.rho_max(tree, flows, failed_now)
+        if rm.rho <= 0:
+            raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
+        pace = min(p.load, rm.rho)
+        rho = {"paced": True, "rho_max": rm.rho, "bottlenecks": rm.bottlenecks,
+               "unreachable_flows": rm.unreachable_flows, "failed_links": [ln.name for ln in failed_now]}
+    host_rate = host_rate_bps(spec.rate_bps, pace)
+    started_at = datetime.now(timezone.utc).isoformat()
+
+    set_host_rate(tree, host_rate, spec.burst, spec.buffer_bytes)
+    if p.reset_pointers:
+        switches.reset_state(maps, tree, p.seed)
+    if p.scheme is not None:
+        config = SchemeConfig(p.scheme, p.pipe_size)
+        switches.apply_schemes(maps, tree, {sw.name: config for sw in switches.lb_switches(tree)})
+    configs = switches.current_schemes(maps, tree)
+    labels = {c.label for c in configs.values()}
+    scheme_label = labels.pop() if len(labels) == 1 else "mixed"
+    maps.run_cfg.set(0, RunCfg(acks=int(p.acks)))
+    maps.flow_rx.clear()
+    maps.ack_rx.clear()
+
+    ack_bytes = ACK_FRAME_BYTES if p.acks else 0
+    bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes)
+    bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
+                                           spec.burst, ack_frame_bytes=ack_bytes)
+    params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
+    run_dir = None
+    if out_dir is not None:
+        run_dir = results.RunDir(out_dir, {
+            "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
+            "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
+                       "burst_bytes": spec.burst, "buffer_bytes": spec.buffer_bytes},
+            "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
+            "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
+    try:
+        return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
+                        list(discarded or []), rho, faults.Timeline(tree, actions))
+    except KeyboardInterrupt:
+        if run_dir is not None:
+            run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
+        raise
+    except BaseException as e:
+        if run_dir is not None:
+            run_dir.abort("failed", f"{type(e).__name__}: {e}")
+        raise
+
+
+def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: int = 1) -> Result:
+    """Run up to `attempts` times (same parameters, same seed) until the
+    fidelity verdict is valid; the last run is returned (and written to
+    `out_dir`), with the verdicts of the discarded ones in
+    `discarded_attempts` and in its manifest."""
+    if attempts < 1:
+        raise RunError(f"attempts must be >= 1, got {attempts}")
+    discarded: list[dict[str, Any]] = []
+    for i in range(attempts):
+        last = i == attempts - 1
+        target = out_dir
+        if out_dir is not None and not last:
+            target = out_dir.parent / f".{out_dir.name}.attempt{i + 1}"
+        r = run(fab, p, target, discarded=discarded)
+        if r.fidelity["valid"] or last:
+            if target is not None and target != out_dir:
+                assert out_dir is not None
+                os.replace(target, out_dir)
+                r.out_dir = str(out_dir)
+            return r
+        discarded.append({"attempt": i + 1, "reasons": r.fidelity["reasons"], "cct_s": r.cct_s,
+                          "cct_increase": r.cct_increase, "cpu_steal": r.fidelity["cpu_steal"]})
+        if target is not None:
+            shutil.rmtree(target, ignore_errors=True)
+    raise AssertionError("unreachable")
+
+
+def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
+             bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
+             run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
+             timeline: faults.Timeline) -> Result:
+    spec, tree, maps = fab.spec, fab.tree, fab.maps
+    assert maps is not None
+    bound, bound_ff = bounds
+    events0 = len(links.read_events(spec.prefix))
+    n_up = tree.n_switches * tree.w
+    qdisc0 = qdisc_stats(tree)
+    soft0 = collector.softnet_drops()
+    cnt0 = maps.counter_values()
+    up0 = list(maps.uplink_pkts.read_array(n_up))
+    ptr0 = collector.pointer_values(maps, tree)
+    collector.reset_ports(maps, tree)
+    cpu0 = fidelity.CpuTimes.now()
+    sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
+    try:
+        sent = _send(fab, flows, pk, p.seed, bound, timeline)
+        _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
+        timeline.join()
+        time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
+    finally:
+        sampler.stop()
+    cpu1 = fidelity.CpuTimes.now()
+    cpu_busy, cpu_steal = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0)
+
+    ports = collector.read_ports(maps, tree)
+    rx = collector.read_flows(maps)
+    acks = {fid: maps.ack_rx.get(fid) for fid in maps.ack_rx.keys()}
+    qdisc1 = qdisc_stats(tree)
+    cnt1 = maps.counter_values()
+    soft1 = collector.softnet_drops()
+    up1 = list(maps.uplink_pkts.read_array(n_up))
+    ptr1 = collector.pointer_values(maps, tree)
+    configs_end = switches.current_schemes(maps, tree)
+    link_events = [e for e in links.read_events(spec.prefix) if e["seq"] > events0]
+    reach_end = control.Reach(tree, faults.current_failed(tree))
+
+    src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in flows}
+    t_first = min((ports[i].first_tx_ns for i in src_ports if ports[i].first_tx_ns), default=0)
+    ends = [r.last_ns for r in rx.values()] + ([a.last_ns for a in acks.values() if a] if p.acks else [])
+    t_last = max(ends, default=0)
+    cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
+    queues = metrics.port_queues(tree, ports, cct_ns)
+    drops = {
+        "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
+        "softnet": soft1 - soft0,
+        "switch": sum(cnt1[n] - cnt0.get(n, 0) for n in cnt1 if n != "unreachable"),
+        # routed toward a link before it failed, dropped by the first switch without a route (or, with
+        # hosts cut off, sent to an unreachable destination)
+        "unreachable": cnt1["unreachable"] - cnt0.get("unreachable", 0),
+        "sender_errors": sent.errors,
+        "link_failures": sum(e["lost_pkts"] for e in link_events),  # died in a link's queues when it failed
+    }
+    received = sum(r.pkts for r in rx.values())
+    acks_received = sum(int(a.acks) for a in acks.values() if a)
+    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, spec.burst)
+    service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
+    verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, cpu_steal, sampler.rate_hz)
+    util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
+    overload = metrics.worst_overload(tree, ports)
+    cct_s = cct_ns / 1e9
+
+    per_switch: dict[str, dict[str, Any]] = {}
+    for sw in switches.lb_switches(tree):
+        base = sw.nid * tree.w
+        per_switch[sw.name] = {"scheme": configs[sw.name].label,
+                               "uplink_pkts": [int(up1[base + s]) - int(up0[base + s]) for s in range(tree.w)],
+                               "pointer_pkts": collector.class_counts(tree, ptr0[sw.nid], ptr1[sw.nid], sw.level)}
+        if configs_end[sw.name] != configs[sw.name]:  # changed live during the run
+            per_switch[sw.name]["scheme_at_end"] = configs_end[sw.name].label
+    flow_stats = []
+    for f in flows:
+        r, a = rx.get(f.fid), acks.get(f.fid)
+        flow_stats.append({
+            "fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name, "size_bytes": f.size_bytes,
+            "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
+            "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
+            "no_route_at_source": sent.flows[f.fid].noroute,
+            "complete": (r.pkts if r else 0) == pk.count(f.size_bytes),
+            "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
+            "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
+            "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
+            "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0})
+    port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
+    result = Result(
+        scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
+        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, rho_max=rho, seed=p.seed, flows=len(flows),
+        acks=p.acks, cct_s=cct_s, cct_start_ns=t_first, cct_end_ns=t_last, cct_lower_bound_s=bound,
+        cct_lower_bound_fault_free_s=bound_ff,
+        cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
+        packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
+        drops=sum(drops.values()), drops_detail=drops, queues=metrics.stage_queues(queues), overload=overload,
+        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
+        ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
+        out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
+        link_events=link_events,
+        timeline=[{**a.action, "applied_at_s": [(t - t_first) / 1e9 for t in a.t_applied_ns]}
+                  for a in timeline.applied])
+    if run_dir is not None:
+        run_dir.finish(_manifest_summary(result), _tables(tree, result, sampler, t_first))
+    return result
+
+
+def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
+          timeline: faults.Timeline) -> SendReport:
+    prefix = fab.spec.prefix
+    pids: list[int] = []
+
+    def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
+        pids.append(pid)
+        state.record_pid(prefix, pid)
+        timeline.start()
+
+    try:
+        return Senders(endpoints(fab.tree), flows, pk, seed).run(timeout_s=10 * bound + 10, on_start=started)
+    finally:
+        for pid in pids:
+            state.record_pid(prefix, pid, add=False)
+
+
+def _manifest_summary(r: Result) -> dict[str, Any]:
+    return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "discarded_attempts": r.discarded_attempts,
+            "rho_max": r.rho_max, "timeline": r.timeline, "link_events": r.link_events,
+            "switch_uplink_pkts": {
+        n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
+        k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
+                                   "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received",
+                                   "drops", "drops_detail", "queues", "overload", "utilisation")}}
+
+
+def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
+    labels = [p.label for p in tree.ports]
+    stages = [p.stage.label for p in tree.ports]
+    rows_t, rows_p, rows_s, rows_pk, rows_b = [], [], [], [], []
+    for t, pk_row, b_row in zip(sampler.times_ns, sampler.pkts, sampler.bytes):
+        for i in range(len(labels)):
+            rows_t.append((t - t0_ns) / 1e9)
+            rows_p.append(labels[i])
+            rows_s.append(stages[i])
+            rows_pk.append(pk_row[i])
+            rows_b.append(b_row[i])
+    timeseries = pd.DataFrame({"t_s": rows_t, "port": rows_p, "stage": rows_s, "pkts": rows_pk, "bytes": rows_b})
+    stage_rows = [{"stage": st, **v, "worst_overload": r.overload[st]} for st, v in r.queues.items()]
+    return {"flows": pd.DataFrame(r.flow_stats), "ports": pd.DataFrame(r.ports), "timeseries": timeseries,
+            "stages": pd.DataFrame(stage_rows)}
+
+
+def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> None:
+    last, last_change = (-1, -1), time.monotonic()
+    while True:
+        got = collector.received_packets(maps)
+        got_acks = sum(int(a.acks) for fid in maps.ack_rx.keys() if (a := maps.ack_rx.get(fid)) is not None)
+        if got >= expected and got_acks >= expected_acks:
+            return
+        now = time.monotonic()
+        if (got, got_acks) != last:
+            last, last_change = (got, got_acks), now
+        elif now - last_change > DRAIN_IDLE_S:
+            return
+        time.sleep(0.005)

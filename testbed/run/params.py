@@ -1,0 +1,98 @@
+"""What one run is asked to do (`RunParams`, checked when made) and what it
+reports (`Result`: the fields of `testbed run --json`, in that order)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from traffic.workloads import Flow, WorkloadSpec, make_spec
+
+from ..dataplane.schemes import Scheme
+from ..topology import FatTree
+
+
+class RunError(ValueError):
+    """Invalid run parameters."""
+
+
+@dataclass(frozen=True)
+class RunParams:
+    workload: str
+    size_bytes: int
+    load: float = 1.0
+    scheme: Scheme | None = Scheme.ECMP  # None: keep each switch's current scheme
+    seed: int = 1
+    fan_in: int = 2
+    payload: int = 4096
+    pipe_size: int = 4  # pOfan ports per pipe, or schemes.PIPES_PER_CPU
+    reset_pointers: bool = True
+    acks: bool = False
+    inter_pod: bool = False
+    gpus_per_server: int = 8
+    stride: int = 0
+    matrix: str | None = None
+    hot_factor: float = 1.5
+    eplb_replicas: int = 1
+    events: str | None = None  # timeline of link faults (testbed.run.faults), applied during the run
+    pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
+
+    def __post_init__(self) -> None:
+        if not 0 < self.load <= 1:
+            raise RunError(f"load must be in (0, 1], got {self.load}")
+        if self.fan_in < 1:
+            raise RunError(f"fan-in must be >= 1, got {self.fan_in}")
+        if self.pipe_size < 0:
+            raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
+        if not 1 <= self.payload <= 65000:
+            raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
+        self.workload_spec()  # validates the workload's own parameters
+
+    def workload_spec(self) -> WorkloadSpec:
+        return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
+                            self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas)
+
+    def flows(self, tree: FatTree) -> list[Flow]:
+        return make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)
+
+
+@dataclass
+class Result:
+    scheme: str
+    workload: str
+    k: int
+    hosts: int
+    size_bytes: int
+    load: float
+    rate_bps: int
+    host_rate_bps: int
+    rho_max: dict[str, Any]
+    seed: int
+    flows: int
+    acks: bool
+    cct_s: float
+    cct_start_ns: int  # first packet leaving a sender (CLOCK_MONOTONIC)
+    cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination
+    cct_lower_bound_s: float
+    cct_increase: float
+    cct_lower_bound_fault_free_s: float  # the same bound with hosts paced at load x line rate
+    cct_increase_fault_free: float
+    packets_sent: int
+    packets_received: int
+    acks_received: int
+    drops: int
+    drops_detail: dict[str, int]
+    queues: dict[str, dict[str, float]]
+    overload: dict[str, float]
+    utilisation: float
+    ports: list[dict[str, Any]]
+    fidelity: dict[str, Any]
+    switches: dict[str, dict[str, Any]] = field(default_factory=dict)
+    flow_stats: list[dict[str, Any]] = field(default_factory=list)
+    out_dir: str | None = None
+    discarded_attempts: list[dict[str, Any]] = field(default_factory=list)
+    link_events: list[dict[str, Any]] = field(default_factory=list)
+    timeline: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

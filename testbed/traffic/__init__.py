@@ -1,1 +1,0 @@
-"""Traffic: what to send (workloads) and the paced senders that send it."""

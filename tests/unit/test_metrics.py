@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import pytest
+
+from testbed.dataplane.maps import signed
+from testbed.measure import metrics
+from testbed.measure.metrics import PortQueue, PortSample
+from testbed.topology import FatTree
+from traffic.packet import Packetizer
+from traffic.workloads import Flow
+
+
+def test_signed_wraps() -> None:
+    assert signed(5) == 5
+    assert signed((1 << 64) - 3) == -3
+    # the kernel keeps sum(t_out - t_in) modulo 2^64; the integral survives the wrap
+    t_in, t_out = 7_000_000_000_000, 7_000_000_500_000
+    area = (-t_in) % (1 << 64)
+    area = (area + t_out) % (1 << 64)
+    assert signed(area) == 500_000
+
+
+def test_lower_bound_permutation() -> None:
+    pk = Packetizer(4096)
+    flows = [Flow(1, 0, 1, 1 << 20), Flow(2, 1, 0, 1 << 20)]
+    frame_bytes = pk.frame_bytes(1 << 20)
+    burst = 2 * 4214
+    lb = metrics.cct_lower_bound_s(flows, pk, 100_000_000, 100_000_000, burst)
+    assert lb == pytest.approx((frame_bytes - burst) * 8 / 1e8)
+    # slower NICs bound the sender side
+    lb_half = metrics.cct_lower_bound_s(flows, pk, 100_000_000, 50_000_000, burst)
+    assert lb_half == pytest.approx(2 * lb)
+
+
+def test_lower_bound_incast_is_the_receiver() -> None:
+    pk = Packetizer(4096)
+    flows = [Flow(1, 0, 2, 1 << 20), Flow(2, 1, 2, 1 << 20)]
+    lb = metrics.cct_lower_bound_s(flows, pk, 10**8, 10**8, 0)
+    assert lb == pytest.approx(2 * pk.frame_bytes(1 << 20) * 8 / 1e8)
+
+
+def _sample(ifindex: int, **kw: int) -> PortSample:
+    base = dict(pkts=0, bytes=0, max_pkts=0, max_bytes=0, integral_pkts_ns=0, integral_bytes_ns=0, tx_pkts=0,
+                tx_bytes=0, rx_pkts=0, rx_bytes=0, first_rx_ns=0, last_rx_ns=0, first_tx_ns=0, last_tx_ns=0)
+    base.update(kw)
+    return PortSample(ifindex=ifindex, **base)
+
+
+def test_port_and_stage_queues() -> None:
+    t = FatTree(4)
+    ports = {p.ifindex: _sample(p.ifindex) for p in t.ports}
+    up = t.port("e0_0", "a0_0")
+    ports[up.ifindex] = _sample(up.ifindex, max_pkts=3, integral_pkts_ns=2_000_000)
+    qs = metrics.port_queues(t, ports, window_ns=1_000_000)
+    by = {q.port: q for q in qs}
+    assert by["e0_0->a0_0"].avg_pkts == pytest.approx(2.0)
+    st = metrics.stage_queues(qs)
+    n_edge_agg = sum(1 for q in qs if q.stage == "edge_agg")
+    assert st["edge_agg"]["max_pkts"] == 3
+    assert st["edge_agg"]["avg_pkts"] == pytest.approx(2.0 / n_edge_agg)
+    assert st["core_agg"] == {"avg_pkts": 0.0, "max_pkts": 0}
+
+
+def test_stage_queues_of_empty_input() -> None:
+    st = metrics.stage_queues([PortQueue("x", "edge_agg", 1.0, 2, 10.0, 20, 5)])
+    assert st["edge_agg"]["max_pkts"] == 2 and st["host_edge"]["max_pkts"] == 0
+
+
+def test_pacing_error() -> None:
+    t = FatTree(4)
+    frame = 4154
+    n = 101
+    rate = 50_000_000
+    span = int((n - 1) * frame * 8 / rate * 1e9)
+    ports = {p.ifindex: _sample(p.ifindex) for p in t.ports}
+    hp = t.host_port("h0_0_0")
+    ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10, last_rx_ns=10 + span)
+    slow = t.host_port("h0_0_1")
+    ports[slow.ifindex] = _sample(slow.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10,
+                                  last_rx_ns=10 + int(span * 1.25))
+    flows = [Flow(1, 0, 5, 1), Flow(2, 1, 6, 1)]
+    err = metrics.pacing_errors(t, flows, ports, rate, burst_bytes=frame)
+    assert err["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
+    assert err["h0_0_1"] == pytest.approx(-0.2, abs=1e-6)
+    # a two-frame bucket sends two frames at once: the rate counts from the second
+    burst_span = int((n - 2) * frame * 8 / rate * 1e9)
+    ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=0, last_rx_ns=burst_span)
+    err2 = metrics.pacing_errors(t, flows, ports, rate, burst_bytes=2 * frame + 120)
+    assert err2["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_compare_parsing_and_summary() -> None:
+    import pandas as pd
+
+    from testbed.dataplane.schemes import SchemeError
+    from testbed.run.compare import compare_summary, parse_schemes, parse_seeds
+
+    cs = parse_schemes("ecmp, ofan,pofan:2,pofan:cpu")
+    assert [c.label for c in cs] == ["ecmp", "ofan", "2ofan", "pofan-cpu"]
+    for bad in ("ecmp,ecmp", "ofan:4", "warp", "pofan:x", ""):
+        with pytest.raises(SchemeError):
+            parse_schemes(bad)
+    assert parse_seeds("1,2, 3") == [1, 2, 3]
+    df = pd.DataFrame([{"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
+                       {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
+                       {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0}])
+    s = compare_summary(df).set_index("scheme")
+    assert s.loc["a", "cct_increase_mean"] == pytest.approx(0.2)
+    assert s.loc["a", "cct_increase_sem"] == pytest.approx(0.1)
+    assert s.loc["a", "max_queue_pkts"] == 5 and s.loc["a", "valid"] == 1 and s.loc["a", "drops"] == 1
+    assert s.loc["b", "runs"] == 1 and s.loc["b", "cct_increase_sem"] == 0.0

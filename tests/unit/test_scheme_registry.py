@@ -1,0 +1,54 @@
+"""Every scheme of the registry is complete in every place
+docs/adding-a-scheme.md lists: its number in the C header, a case in the
+kernel's dispatch, a Python model, a differential-test case and a README row.
+So the document's list cannot drift from the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from testbed.dataplane.models import MODELS
+from testbed.dataplane.schemes import Scheme
+from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC = ROOT / "docs" / "adding-a-scheme.md"
+FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/dataplane/schemes.py", "testbed/dataplane/models.py",
+         "tests/system/test_schemes_kernel.py", "README.md", "ebpf/include/maps.h", "testbed/dataplane/maps.py",
+         "testbed/dataplane/switches.py")
+
+
+def test_scheme_numbers_match_shared_h() -> None:
+    text = (ROOT / "ebpf/include/shared.h").read_text()
+    in_c = {name: int(v) for name, v in re.findall(r"^#define SCHEME_(\w+)\s+(\d+)", text, re.M)}
+    assert in_c == {s.name: s.value for s in Scheme}
+
+
+def test_kernel_dispatch_has_a_case_per_scheme() -> None:
+    text = (ROOT / "ebpf/include/lb.h").read_text()
+    body = text[text.index("lb_pick_uplink("):]
+    cases = re.findall(r"case SCHEME_(\w+):", body)
+    assert sorted(cases) == sorted(s.name for s in Scheme), "one case per scheme, none twice"
+
+
+def test_every_scheme_has_a_model() -> None:
+    assert set(MODELS) == set(Scheme)
+
+
+def test_every_scheme_has_a_differential_case() -> None:
+    assert set(DIFFERENTIAL_SCHEMES) == set(Scheme)
+    assert len(DIFFERENTIAL_SCHEMES) == len(set(DIFFERENTIAL_SCHEMES))
+
+
+def test_every_scheme_has_a_readme_row() -> None:
+    readme = (ROOT / "README.md").read_text()
+    missing = [s.label for s in Scheme if f"| `{s.label}` |" not in readme]
+    assert not missing, f"no README scheme-table row for {missing}"
+
+
+def test_the_document_names_files_that_exist() -> None:
+    doc = DOC.read_text()
+    for f in FILES:
+        assert f"`{f}`" in doc, f"{DOC.name} does not name {f}"
+        assert (ROOT / f).exists(), f"{DOC.name} names {f}, which does not exist"

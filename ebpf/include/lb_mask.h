@@ -5,12 +5,14 @@
  * valid shortest path (written by testbed.dataplane.control). A mask of 0 means the
  * destination cannot be reached upward from this switch. lb_mask_nth(mask, n)
  * returns the slot of the n-th set bit (n < lb_mask_count(mask)), counting
- * from slot 0. Mirrored by testbed.dataplane.models.valid_slots.
+ * from slot 0, without branches (lb_arith.h). Mirrored by
+ * testbed.dataplane.models.valid_slots.
  */
 #pragma once
 #include "maps.h"
+#include "lb_arith.h"
 
-#define ALL_UPLINKS ((1u << W) - 1)
+#define ALL_UPLINKS ((__u32)((1ULL << W) - 1)) /* W <= 32 */
 
 static __always_inline __u32 lb_mask_get(__u32 sw, __u32 d)
 {
@@ -22,7 +24,7 @@ static __always_inline __u32 lb_mask_get(__u32 sw, __u32 d)
 static __always_inline __u32 lb_mask_count(__u32 mask)
 {
     __u32 n = 0;
-#pragma unroll
+#pragma clang loop unroll(disable)
     for (__u32 i = 0; i < W; i++)
         n += (mask >> i) & 1;
     return n;
@@ -30,21 +32,18 @@ static __always_inline __u32 lb_mask_count(__u32 mask)
 
 static __always_inline __u32 lb_mask_nth(__u32 mask, __u32 n)
 {
-    __u32 seen = 0, pick = 0;
-#pragma unroll
+    __u64 seen = 0, pick = 0;
+#pragma clang loop unroll(disable)
     for (__u32 i = 0; i < W; i++) {
-        if ((mask >> i) & 1) {
-            if (seen == n)
-                pick = i;
-            seen++;
-        }
+        __u64 bit = (mask >> i) & 1;
+        pick = lb_sel(bit & lb_eq(seen, n), i, pick);
+        seen += bit;
     }
     return pick;
 }
 
-/* A uniformly drawn valid slot: the (draw mod count)-th valid one. */
+/* A uniformly drawn valid slot: the (draw mod count)-th valid one (slot 0 for an empty mask). */
 static __always_inline __u32 lb_mask_draw(__u32 mask, __u32 draw)
 {
-    __u32 n = lb_mask_count(mask);
-    return lb_mask_nth(mask, n ? draw % n : 0);
+    return lb_mask_nth(mask, (__u64)draw % lb_mask_count(mask));
 }

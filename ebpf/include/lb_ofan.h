@@ -44,7 +44,7 @@ static __always_inline __u32 lb_ofan_port(__u64 ptr_value, __u32 id)
 static __always_inline __u32 lb_rotate(__u64 *ptr, int shared, int perm, __u32 id, __u32 mask)
 {
     __u32 port = 0;
-#pragma unroll
+#pragma clang loop unroll(disable)
     for (__u32 t = 0; t < W; t++) {
         __u64 old;
         if (shared) {

@@ -18,76 +18,95 @@
 #pragma once
 #include "maps.h"
 #include "lb_mask.h"
+#include "lb_arith.h"
 
-#define SCORE_INVALID (~0ULL)
-
-static __always_inline __u64 lb_uplink_bytes(__u32 sw, __u32 slot)
+/* The queue of uplink `slot` of switch sw; NULL only if the maps are not
+ * programmed. Callers return at once on NULL rather than score the uplink:
+ * a constant score on that path would make the verifier track the scores
+ * exactly (see lb_arith.h). */
+static __always_inline struct port_q *lb_uplink_q(__u32 sw, __u32 slot)
 {
     __u32 key = sw * W + slot;
     __u32 *ifx = uplinks.lookup(&key);
     if (!ifx)
-        return ~0ULL;
+        return NULL;
     __u32 idx = *ifx;
-    struct port_q *q = port_q.lookup(&idx);
-    return q ? q->bytes : ~0ULL;
+    return port_q.lookup(&idx);
 }
 
-static __always_inline __u32 lb_ar_level(__u64 bytes)
+/* AR's quantisation thresholds, a missing one as never reached. */
+static __always_inline __u64 lb_ar_threshold(__u32 i)
 {
-    __u32 level = 0;
-#pragma unroll
-    for (__u32 i = 0; i < AR_LEVELS; i++) {
-        __u32 k = i;
-        __u64 *t = ar_thresh.lookup(&k);
-        if (t && (__s64)bytes >= (__s64)*t)
-            level = i + 1;
-    }
-    return level;
+    __u64 *t = ar_thresh.lookup(&i);
+    return t ? *t : LB_SCORE_INVALID;
 }
 
-/* The (draw mod count)-th slot whose score equals the minimum score. */
-static __always_inline __u32 lb_pick_min(__u64 *score, __u32 draw)
+/* Number of thresholds at or below `bytes` (signed: a transiently negative
+ * occupancy is level 0). Thresholds and occupancies are far below 2^62. */
+static __always_inline __u64 lb_ar_level(__u64 bytes, __u64 t0, __u64 t1, __u64 t2)
 {
-    __u64 best = ~0ULL;
-    __u32 ties = 0;
-#pragma unroll
+    __u64 neg = bytes >> 63;
+    lb_hide(neg);
+    __u64 level = 3 - lb_lt(bytes, t0) - lb_lt(bytes, t1) - lb_lt(bytes, t2);
+    return lb_sel(neg, 0, level);
+}
+
+/* The (draw mod count)-th slot, in slot order, among those whose score
+ * equals the minimum score (scores at most LB_SCORE_INVALID). */
+static __always_inline __u32 lb_pick_min(struct lb_scores *sc, __u32 draw)
+{
+    __u64 best = LB_SCORE_INVALID;
+#pragma clang loop unroll(disable)
+    for (__u32 i = 0; i < W; i++)
+        best = lb_sel(lb_lt(sc->score[i], best), sc->score[i], best);
+    __u64 ties = 0;
+#pragma clang loop unroll(disable)
+    for (__u32 i = 0; i < W; i++)
+        ties += lb_eq(sc->score[i], best);
+    __u64 want = (__u64)draw % ties; /* ties >= 1: the minimum is one of the scores */
+    __u64 seen = 0, pick = 0;
+#pragma clang loop unroll(disable)
     for (__u32 i = 0; i < W; i++) {
-        if (score[i] < best) {
-            best = score[i];
-            ties = 1;
-        } else if (score[i] == best) {
-            ties++;
-        }
-    }
-    __u32 want = ties ? draw % ties : 0;
-    __u32 seen = 0, pick = 0;
-#pragma unroll
-    for (__u32 i = 0; i < W; i++) {
-        if (score[i] == best) {
-            if (seen == want)
-                pick = i;
-            seen++;
-        }
+        __u64 tie = lb_eq(sc->score[i], best);
+        pick = lb_sel(tie & lb_eq(seen, want), i, pick);
+        seen += tie;
     }
     return pick;
 }
 
+/* Score every uplink of switch sw (`ar`: by its quantised level, else by its
+ * queued bytes; invalid ones LB_SCORE_INVALID) and pick among the lowest. */
+static __always_inline __u32 lb_score_pick(__u32 sw, __u32 mask, __u32 draw, int ar)
+{
+    __u32 zero = 0;
+    struct lb_scores *sc = lb_scratch.lookup(&zero);
+    if (!sc)
+        return 0;
+    __u64 t0 = 0, t1 = 0, t2 = 0;
+    if (ar) {
+        t0 = lb_ar_threshold(0);
+        t1 = lb_ar_threshold(1);
+        t2 = lb_ar_threshold(2);
+    }
+#pragma clang loop unroll(disable)
+    for (__u32 i = 0; i < W; i++) {
+        struct port_q *q = lb_uplink_q(sw, i);
+        if (!q)
+            return 0;
+        __u64 v = ar ? lb_ar_level(q->bytes, t0, t1, t2) : lb_score_clamp(q->bytes);
+        sc->score[i] = lb_sel((mask >> i) & 1, v, LB_SCORE_INVALID);
+    }
+    return lb_pick_min(sc, draw);
+}
+
 static __always_inline __u32 lb_jsq_pick(__u32 sw, __u32 mask, __u32 draw)
 {
-    __u64 score[W];
-#pragma unroll
-    for (__u32 i = 0; i < W; i++)
-        score[i] = (mask >> i) & 1 ? lb_uplink_bytes(sw, i) : SCORE_INVALID;
-    return lb_pick_min(score, draw);
+    return lb_score_pick(sw, mask, draw, 0);
 }
 
 static __always_inline __u32 lb_ar_pick(__u32 sw, __u32 mask, __u32 draw)
 {
-    __u64 score[W];
-#pragma unroll
-    for (__u32 i = 0; i < W; i++)
-        score[i] = (mask >> i) & 1 ? lb_ar_level(lb_uplink_bytes(sw, i)) : SCORE_INVALID;
-    return lb_pick_min(score, draw);
+    return lb_score_pick(sw, mask, draw, 1);
 }
 
 static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 mask, __u32 draw0, __u32 draw1)
@@ -97,14 +116,15 @@ static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 mask, __u32 draw0, __
     __u32 best = mem ? *mem % W : s0;
     if (!((mask >> best) & 1))
         best = s0;
-    __u64 best_q = lb_uplink_bytes(sw, best);
-    __u64 q = lb_uplink_bytes(sw, s0);
-    if (q < best_q) {
+    struct port_q *qb = lb_uplink_q(sw, best), *q0 = lb_uplink_q(sw, s0), *q1 = lb_uplink_q(sw, s1);
+    if (!qb || !q0 || !q1)
+        return s0;
+    __u64 best_q = qb->bytes;
+    if (q0->bytes < best_q) {
         best = s0;
-        best_q = q;
+        best_q = q0->bytes;
     }
-    q = lb_uplink_bytes(sw, s1);
-    if (q < best_q)
+    if (q1->bytes < best_q)
         best = s1;
     if (mem)
         *mem = best;

@@ -46,6 +46,13 @@ BPF_HASH(ack_rx, __u32, struct ack_rx, 65536);
 BPF_ARRAY(run_cfg, struct run_cfg, 1);
 /* switch id * W + uplink slot => packets sent up through that slot */
 BPF_ARRAY(uplink_pkts, __u64, N_SWITCHES * W);
+/* 0 => the per-uplink scores of the decision this CPU is making (JSQ, AR):
+ * W of them do not fit the 512-byte stack at large W. A program runs to its
+ * end on its CPU, so no other decision shares the entry. Not pinned. */
+struct lb_scores {
+    __u64 score[W];
+};
+BPF_PERCPU_ARRAY(lb_scratch, struct lb_scores, 1);
 /* CNT_* => count */
 BPF_ARRAY(counters, __u64, N_COUNTERS);
 

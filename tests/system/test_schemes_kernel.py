@@ -9,6 +9,7 @@ tests over 10,000 decisions drawn from the kernel's own generator.
 
 from __future__ import annotations
 
+import functools
 import random
 import struct
 from collections import Counter
@@ -43,11 +44,15 @@ class Harness:
         return self.compiled.fds["switch_ingress"]
 
 
-@pytest.fixture(scope="module", params=[6, 8], ids=["k6", "k8"])
+# w = 2, 3, 4, 6 (fat trees) and 32 (the paper's k=64 leaf-spine): every loop of the switch at its extremes
+FABRICS = [("fattree", 4), ("fattree", 6), ("fattree", 8), ("fattree", 12), ("leafspine", 64)]
+
+
+@pytest.fixture(scope="module", params=FABRICS, ids=[f"{kind[0]}{k}" for kind, k in FABRICS])
 def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
-    k = request.param
-    prefix = f"td{k}"
-    tree = FatTree(k, prefix)
+    kind, k = request.param
+    prefix = f"t{kind[0]}{k}"
+    tree = FatTree(k, prefix, kind)
     unpin(prefix)
     compiled = Compiled(Dims.of(tree), test_run=True)
     compiled.pin(prefix)
@@ -69,20 +74,34 @@ def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int) -> b
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bytes(frame_len - 42)
 
 
+@functools.lru_cache(maxsize=None)
+def _upward(tree: FatTree) -> list[tuple[Node, list[Port], list[Node], list[tuple[Node, int]], int]]:
+    """Per switch with uplinks: its downlinks, the hosts below it, the destinations it must send up to
+    (with their destination key), and its number of keys."""
+    out = []
+    for sw in tree.switches:
+        if sw.level is Level.CORE or not tree.uplinks(sw.name):
+            continue
+        if sw.level is Level.EDGE:
+            below = [hst for hst in tree.hosts if tree.edge_of(hst.name) == sw.name]
+            dests = [(hst, tree.edge_global(tree.by_name[tree.edge_of(hst.name)])) for hst in tree.hosts
+                     if tree.edge_of(hst.name) != sw.name]
+            out.append((sw, tree.downlinks(sw.name), below, dests, tree.n_edges))
+        else:
+            below = [hst for hst in tree.hosts if hst.pod == sw.pod]
+            dests = [(hst, hst.pod) for hst in tree.hosts if hst.pod != sw.pod]
+            out.append((sw, tree.downlinks(sw.name), below, dests, tree.k))
+    return out
+
+
 def upward_case(tree: FatTree, rng: random.Random) -> tuple[Node, Port, Node, Node, int, int]:
     """A switch, a downlink it receives on, a source below it and a destination it must send up to;
     the destination key and the number of keys of that switch."""
-    sw = rng.choice([s for s in tree.switches if s.level is not Level.CORE])
-    inport = rng.choice(tree.downlinks(sw.name))
-    below = [hst for hst in tree.hosts if (tree.edge_of(hst.name) == sw.name if sw.level is Level.EDGE
-                                          else hst.pod == sw.pod)]
+    sw, downs, below, dests, n_keys = rng.choice(_upward(tree))
+    inport = rng.choice(downs)
     src = rng.choice(below)
-    if sw.level is Level.EDGE:
-        dst = rng.choice([hst for hst in tree.hosts if tree.edge_of(hst.name) != sw.name])
-        edge = tree.by_name[tree.edge_of(dst.name)]
-        return sw, inport, src, dst, tree.edge_global(edge), tree.n_edges
-    dst = rng.choice([hst for hst in tree.hosts if hst.pod != sw.pod])
-    return sw, inport, src, dst, dst.pod, tree.k
+    dst, d = rng.choice(dests)
+    return sw, inport, src, dst, d, n_keys
 
 
 def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool = True,
@@ -181,8 +200,8 @@ def test_ofan_pointer_rotates_through_every_uplink(h: Harness) -> None:
     switches.set_scheme(h.maps, tree, Scheme.OFAN, seed=3)
     sw = tree.by_name["e0_0"]
     src = tree.by_name["h0_0_0"]
-    for dst_name in ("h1_0_0", f"h{tree.k - 1}_1_1"):
-        dst = tree.by_name[dst_name]
+    elsewhere = [hst for hst in tree.hosts if tree.edge_of(hst.name) != sw.name]
+    for dst in (elsewhere[0], elsewhere[-1]):
         seen = []
         for _ in range(3 * tree.w):
             ctx = SkBuff(ingress_ifindex=tree.port(sw.name, src.name).ifindex)

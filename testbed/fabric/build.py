@@ -21,7 +21,8 @@ import os
 import socket
 import struct
 import time
-from dataclasses import dataclass, field
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from ..dataplane import switches
@@ -37,6 +38,12 @@ DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing 
 DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
+
+
+def netns_threads(n_namespaces: int) -> int:
+    """Namespace-creating threads: one while the bcc compile (about 0.35 s) has the other core to itself
+    and outlasts them, two for larger fabrics, whose namespaces take longer than the compile."""
+    return 1 if n_namespaces <= 400 else 2
 
 
 class FabricError(RuntimeError):
@@ -78,13 +85,17 @@ class FabricSpec:
 
 @dataclass
 class BuildTimes:
+    """Seconds per build step. maps_s runs in a thread beside configure_s; maps_wait_s is what was left of it."""
+
     namespaces_s: float = 0.0
     links_s: float = 0.0
+    qdiscs_s: float = 0.0
     compile_wait_s: float = 0.0
+    configure_s: float = 0.0  # filters, links up, host addresses and routes
+    links_up_wait_s: float = 0.0  # until the kernel has every port up
     maps_s: float = 0.0
-    configure_s: float = 0.0
+    maps_wait_s: float = 0.0
     total_s: float = 0.0
-    extra: dict[str, float] = field(default_factory=dict)
 
 
 def host_rate_bps(rate_bps: int, load: float) -> int:
@@ -150,48 +161,61 @@ class Fabric:
         return fab
 
     def build(self) -> None:
+        """Namespaces (two threads), veth pairs, then each namespace's qdiscs
+        while bcc compiles; then the programs' filters, links up and host
+        addresses, while a thread programs the maps. Only the first needs no
+        compiled program, and the last two need the kernel far more than Python,
+        so the two cores stay busy."""
         spec, tree = self.spec, self.tree
         if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
             raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
         self._claimed = True
+        times = self.times
         t0 = time.perf_counter()
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), topology=spec.topology))
         compiling = CompileThread(Dims.of(tree))
         netns.prepare_run_dir()
-        socks: dict[str, Netlink] = {}
-        ioctls: dict[str, socket.socket] = {}
+        made: dict[str, tuple[Netlink, socket.socket]] = {}
         fds: dict[str, int] = {}
         try:
-            for node in tree.nodes:
-                socks[node.name], ioctls[node.name] = netns.create(tree.ns(node.name), _inside_new_namespace)
+            netns.create_many([tree.ns(n.name) for n in tree.nodes], _inside_new_namespace, made,
+                              threads=netns_threads(len(tree.nodes)))
             for node in tree.nodes:
                 fds[node.name] = netns.open_fd(tree.ns(node.name))
             t1 = time.perf_counter()
-            self.times.namespaces_s = t1 - t0
+            times.namespaces_s = t1 - t0
             with Netlink() as root:
                 root.run(self._veth_requests(fds))
             t2 = time.perf_counter()
-            self.times.links_s = t2 - t1
-            self.compiled = compiling.get()
+            times.links_s = t2 - t1
+            for node in tree.nodes:
+                nl, ioctl = made[tree.ns(node.name)]
+                nl.run(self._qdisc_requests(node))
+                for p in tree.ports_of[node.name]:
+                    offloads_off(ioctl, p.ifname)
             t3 = time.perf_counter()
-            self.times.compile_wait_s = t3 - t2
+            times.qdiscs_s = t3 - t2
+            self.compiled = compiling.get()
+            t4 = time.perf_counter()
+            times.compile_wait_s = t4 - t3
             self.compiled.pin(spec.prefix)
             self.maps = Maps(spec.prefix)
-            switches.program(self.maps, tree)
-            switches.set_scheme(self.maps, tree, spec.scheme, spec.seed, pipe_size=spec.pipe_size)
-            t4 = time.perf_counter()
-            self.times.maps_s = t4 - t3
-            for node in tree.nodes:
-                socks[node.name].run(self._configure_requests(node))
-                for p in tree.ports_of[node.name]:
-                    offloads_off(ioctls[node.name], p.ifname)
-            self.times.configure_s = time.perf_counter() - t4
+            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="program-maps") as pool:
+                programmed = pool.submit(self._program_maps)
+                for phase in (self._filter_requests, self._up_requests, self._host_requests):
+                    for node in tree.nodes:
+                        made[tree.ns(node.name)][0].run(phase(node))
+                t5 = time.perf_counter()
+                times.configure_s = t5 - t4
+                self._wait_links_up({node.name: made[tree.ns(node.name)][0] for node in tree.nodes})
+                times.links_up_wait_s = time.perf_counter() - t5
+                times.maps_s = programmed.result()
+            times.maps_wait_s = time.perf_counter() - t5 - times.links_up_wait_s
         finally:
-            for s in socks.values():
-                s.close()
-            for u in ioctls.values():
-                u.close()
+            for nl, ioctl in made.values():
+                nl.close()
+                ioctl.close()
             for fd in fds.values():
                 os.close(fd)
             if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
@@ -202,7 +226,30 @@ class Fabric:
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
                                      complete=True, topology=spec.topology))
-        self.times.total_s = time.perf_counter() - t0
+        times.total_s = time.perf_counter() - t0
+
+    def _wait_links_up(self, socks: dict[str, Netlink], timeout_s: float = 30.0) -> None:
+        """Until the kernel has brought every port up: it processes carrier changes (and activates the qdiscs)
+        after the requests that caused them, and a port it has not reached yet drops what it is given."""
+        deadline = time.monotonic() + timeout_s
+        for node in self.tree.nodes:
+            want = [p.ifindex for p in self.tree.ports_of[node.name]]
+            while True:
+                states = netlink.operstates(socks[node.name])
+                if all(states.get(i) == netlink.IF_OPER_UP for i in want):
+                    break
+                if time.monotonic() > deadline:
+                    down = [p.label for p in self.tree.ports_of[node.name] if states.get(p.ifindex) != netlink.IF_OPER_UP]
+                    raise FabricError(f"ports still down {timeout_s:.0f} s after the build: {', '.join(down[:5])}")
+                time.sleep(0.001)
+
+    def _program_maps(self) -> float:
+        """The fabric's forwarding state and every switch's scheme, in the maps; returns the seconds it took."""
+        t0 = time.perf_counter()
+        assert self.maps is not None
+        switches.program(self.maps, self.tree)
+        switches.set_scheme(self.maps, self.tree, self.spec.scheme, self.spec.seed, pipe_size=self.spec.pipe_size)
+        return time.perf_counter() - t0
 
     def _veth_requests(self, fds: dict[str, int]) -> list[Request]:
         reqs = []
@@ -212,27 +259,43 @@ class Fabric:
                                           b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu))
         return reqs
 
-    def _configure_requests(self, node: Node) -> list[Request]:
-        spec, tree = self.spec, self.tree
+    def _qdisc_requests(self, node: Node) -> list[Request]:
+        """lo up; on every port the TBF (the link, or the host's NIC) and the hook for its programs: clsact
+        on a host (egress and ingress), ingress on a switch port."""
+        spec = self.spec
+        reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
+        for p in self.tree.ports_of[node.name]:
+            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
+            reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
+        return reqs
+
+    def _filter_requests(self, node: Node) -> list[Request]:
+        """The programs on every port: switch ingress, or host egress and ingress."""
         assert self.compiled is not None
         fds = self.compiled.fds
-        reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
-        for p in tree.ports_of[node.name]:
-            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
-            reqs.append(netlink.qdisc_clsact(p.ifindex))
+        reqs = []
+        for p in self.tree.ports_of[node.name]:
             if node.is_host:
                 reqs.append(netlink.filter_bpf(p.ifindex, fds["host_egress"], "host_egress", egress=True))
                 reqs.append(netlink.filter_bpf(p.ifindex, fds["host_ingress"], "host_ingress", egress=False))
             else:
                 reqs.append(netlink.filter_bpf(p.ifindex, fds["switch_ingress"], "switch_ingress", egress=False))
-            reqs.append(netlink.link_set(p.ifindex, True, f"{node.name}:{p.ifname} up"))
-        if node.is_host:
-            p = tree.host_port(node.name)
-            gw = _ip(tree.gateway_ip(node))
-            reqs.append(netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32))
-            reqs.append(netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac))
-            reqs.append(netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex))
         return reqs
+
+    def _up_requests(self, node: Node) -> list[Request]:
+        """Every port up, after its program is on it."""
+        return [netlink.link_set(p.ifindex, True, f"{node.name}:{p.ifname} up") for p in self.tree.ports_of[node.name]]
+
+    def _host_requests(self, node: Node) -> list[Request]:
+        """A host's address, its gateway's permanent neighbour entry and its one route (the link must be up)."""
+        if not node.is_host:
+            return []
+        tree = self.tree
+        p = tree.host_port(node.name)
+        gw = _ip(tree.gateway_ip(node))
+        return [netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32),
+                netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac),
+                netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex)]
 
     # -- teardown ----------------------------------------------------------
     def teardown(self) -> None:

@@ -5,7 +5,8 @@ per request costs far more in Python than the kernel work, so requests are
 encoded here as raw bytes and sent many per `send()`; the kernel processes a
 buffer of messages in order and acknowledges each one (NLM_F_ACK). Errors are
 collected from the acknowledgements and raised with the failing request's
-description. Dumps are decoded with pyroute2's message classes.
+description. Dumps are decoded with pyroute2's message classes, but for the
+operational states a build waits on (`operstates`).
 
 Only `Netlink` owns a socket. Everything else returns `bytes`.
 """
@@ -32,7 +33,8 @@ RTM_NEWNEIGH = 28
 RTM_NEWQDISC, RTM_GETQDISC = 36, 38
 RTM_NEWTFILTER = 44
 
-IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_LINKINFO, IFLA_NET_NS_FD = 1, 3, 4, 18, 28
+IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_OPERSTATE, IFLA_LINKINFO, IFLA_NET_NS_FD = 1, 3, 4, 16, 18, 28
+IF_OPER_UP = 6
 IFLA_INFO_KIND, IFLA_INFO_DATA = 1, 2
 VETH_INFO_PEER = 1
 IFF_UP = 0x1
@@ -156,9 +158,14 @@ def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, cha
     return Request(RTM_NEWQDISC, 0 if change else NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")
 
 
-def qdisc_clsact(index: int) -> Request:
-    body = _TCMSG.pack(0, index, 0xFFFF0000, TC_H_CLSACT, 0) + attr_str(TCA_KIND, "clsact")
-    return Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, body, f"clsact on {index}")
+def qdisc_clsact(index: int, egress: bool = True) -> Request:
+    """clsact (ingress and egress hooks for filters), or with `egress=False` the
+    ingress-only qdisc: one filter block instead of two. The kernel walks a
+    list of every block in the system each time one is bound, so a fabric's
+    build time grows with the square of the blocks it makes."""
+    kind = "clsact" if egress else "ingress"
+    body = _TCMSG.pack(0, index, 0xFFFF0000, TC_H_CLSACT, 0) + attr_str(TCA_KIND, kind)
+    return Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL, body, f"{kind} on {index}")
 
 
 def filter_bpf(index: int, prog_fd: int, name: str, egress: bool, prio: int = 1) -> Request:
@@ -268,6 +275,31 @@ def _messages(data: bytes) -> Iterator[tuple[int, int, bytes]]:
             break
         yield mtype, seq, data[off + 16:off + length]
         off += _align(length)
+
+
+def link_attr(payload: bytes, kind: int) -> bytes | None:
+    """Attribute `kind` of an RTM_NEWLINK payload (ifinfomsg, then attributes), None if absent."""
+    off = _IFINFOMSG.size
+    while off + 4 <= len(payload):
+        alen, atype = struct.unpack_from("=HH", payload, off)
+        if alen < 4:
+            break
+        if atype & 0x3FFF == kind:
+            return payload[off + 4:off + alen]
+        off += _align(alen)
+    return None
+
+
+def operstates(nl: Netlink) -> dict[int, int]:
+    """Operational state (IF_OPER_*) of every link in the socket's namespace, by ifindex. The kernel sets it
+    when it has processed a carrier change, in the same step that activates the device's qdisc."""
+    out = {}
+    for raw in nl.dump(RTM_GETLINK, dump_links_body()):
+        payload = raw[16:]
+        index = _IFINFOMSG.unpack_from(payload)[2]
+        state = link_attr(payload, IFLA_OPERSTATE)
+        out[index] = state[0] if state else 0
+    return out
 
 
 def dump_links_body() -> bytes:

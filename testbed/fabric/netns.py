@@ -15,7 +15,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-from collections.abc import Callable, Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TypeVar
 
@@ -79,6 +80,32 @@ def create(name: str, inside: Callable[[], T]) -> T:
             raise
     finally:
         os.close(home)
+
+
+def create_many(names: Sequence[str], inside: Callable[[], T], out: dict[str, T], threads: int = 2) -> None:
+    """Create every namespace of `names` as `create` does, `threads` at a time
+    (the kernel sets up namespaces in parallel). Each result lands in `out` as
+    soon as it is made, so a caller can release them after a failure; the
+    first error is raised once every thread has stopped."""
+    errors: list[BaseException] = []
+
+    def work(chunk: Sequence[str]) -> None:
+        for name in chunk:
+            if errors:
+                return
+            try:
+                out[name] = create(name, inside)
+            except BaseException as e:  # re-raised below, in the caller's thread
+                errors.append(e)
+                return
+
+    workers = [threading.Thread(target=work, args=(names[i::threads],), name=f"netns-{i}") for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    if errors:
+        raise errors[0]
 
 
 @contextmanager

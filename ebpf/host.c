@@ -24,6 +24,13 @@ int host_egress(struct __sk_buff *skb)
     return TC_ACT_OK;
 }
 
+static __always_inline void host_rx_count(__u32 what)
+{
+    __u64 *c = rx_total.lookup(&what);
+    if (c)
+        *c += 1; /* per CPU */
+}
+
 int host_ingress(struct __sk_buff *skb)
 {
     __u64 now = bpf_ktime_get_ns();
@@ -42,10 +49,12 @@ int host_ingress(struct __sk_buff *skb)
     __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
     skb->cb[0] = flow;
     if (b->opcode == OPCODE_RC_ACK) {
-        struct ack_rx zero_ack = {};
-        struct ack_rx *a = ack_rx.lookup_or_try_init(&flow, &zero_ack);
-        if (!a)
+        struct ack_rx *a = ack_rx.lookup(&flow);
+        if (!a || !flow) {
+            maps_count(CNT_BAD_FLOW);
             return TC_ACT_STOLEN;
+        }
+        host_rx_count(RX_ACKS);
         __sync_fetch_and_add(&a->acks, 1);
         queue_set_once(&a->first_ns, now);
         a->last_ns = now;
@@ -53,10 +62,12 @@ int host_ingress(struct __sk_buff *skb)
     }
 
     __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
-    struct flow_rx zero_flow = {};
-    struct flow_rx *f = flow_rx.lookup_or_try_init(&flow, &zero_flow);
-    if (!f)
+    struct flow_rx *f = flow_rx.lookup(&flow);
+    if (!f || !flow) {
+        maps_count(CNT_BAD_FLOW);
         return TC_ACT_STOLEN;
+    }
+    host_rx_count(RX_DATA);
     __sync_fetch_and_add(&f->pkts, 1);
     __sync_fetch_and_add(&f->bytes, skb->len);
     queue_set_once(&f->first_ns, now);

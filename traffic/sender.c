@@ -28,11 +28,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_FLOWS 65536
+#define THREAD_STACK_BYTES (256 * 1024) /* one thread per source host: 2,048 on the k=64 leaf-spine */
 #define ROCE_PORT 4791
 #define BTH_LEN 12
 #define ICRC_LEN 4
@@ -53,7 +54,7 @@ struct group {            /* the flows of one source namespace */
     int n;
 };
 
-static struct flow flows[MAX_FLOWS];
+static struct flow *flows;
 static int n_flows;
 static pthread_barrier_t ready;
 static double deadline_s;
@@ -161,8 +162,23 @@ int main(int argc, char **argv)
     }
     deadline_s = atof(argv[1]);
     sndbuf = atoi(argv[2]);
+    /* one socket per flow: as many open files as the hard limit allows (the caller checked the count) */
+    struct rlimit nofile;
+    if (getrlimit(RLIMIT_NOFILE, &nofile) == 0) {
+        nofile.rlim_cur = nofile.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &nofile);
+    }
     char line[1024];
-    while (fgets(line, sizeof(line), stdin) && n_flows < MAX_FLOWS) {
+    int cap = 0;
+    while (fgets(line, sizeof(line), stdin)) {
+        if (n_flows == cap) {
+            cap = cap ? 2 * cap : 1024;
+            flows = realloc(flows, cap * sizeof(*flows));
+            if (!flows) {
+                fprintf(stderr, "testbed-sender: out of memory for %d flows\n", cap);
+                return 2;
+            }
+        }
         struct flow *f = &flows[n_flows];
         if (sscanf(line, "%255s %u %63s %u %63s %lu %lu", f->ns, &f->fid, f->src, &f->sport, f->dst, &f->size,
                    &f->payload) != 7)
@@ -176,24 +192,44 @@ int main(int argc, char **argv)
         fprintf(stderr, "testbed-sender: no flows on stdin\n");
         return 2;
     }
-    /* group flows by namespace, in order of first appearance */
+    /* group flows by namespace, in order of first appearance: a group index per flow, then exact arrays */
     struct group *groups = calloc(n_flows, sizeof(*groups));
+    int *group_of = calloc(n_flows, sizeof(int));
+    struct flow **first = calloc(n_flows, sizeof(*first));
+    if (!groups || !group_of || !first) {
+        fprintf(stderr, "testbed-sender: out of memory\n");
+        return 2;
+    }
     int n_groups = 0;
     for (int i = 0; i < n_flows; i++) {
-        int g = 0;
-        while (g < n_groups && strcmp(groups[g].flows[0]->ns, flows[i].ns) != 0)
+        int g = n_groups && strcmp(first[n_groups - 1]->ns, flows[i].ns) == 0 ? n_groups - 1 : 0;
+        while (g < n_groups && strcmp(first[g]->ns, flows[i].ns) != 0)
             g++;
-        if (g == n_groups) {
-            groups[g].flows = calloc(n_flows, sizeof(struct flow *));
-            n_groups++;
-        }
-        groups[g].flows[groups[g].n++] = &flows[i];
+        if (g == n_groups)
+            first[n_groups++] = &flows[i];
+        group_of[i] = g;
+        groups[g].n++;
+    }
+    for (int g = 0; g < n_groups; g++) {
+        groups[g].flows = calloc(groups[g].n, sizeof(struct flow *));
+        groups[g].n = 0;
+    }
+    for (int i = 0; i < n_flows; i++) {
+        struct group *gr = &groups[group_of[i]];
+        gr->flows[gr->n++] = &flows[i];
     }
     pthread_t *th = calloc(n_groups, sizeof(*th));
     pthread_barrier_init(&ready, NULL, n_groups);
     deadline_s += now_s();
-    for (int g = 0; g < n_groups; g++)
-        pthread_create(&th[g], NULL, run_group, &groups[g]);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, THREAD_STACK_BYTES);
+    for (int g = 0; g < n_groups; g++) {
+        if (pthread_create(&th[g], &attr, run_group, &groups[g]) != 0) {
+            fprintf(stderr, "testbed-sender: cannot start the sender thread of %s\n", groups[g].flows[0]->ns);
+            return 1;
+        }
+    }
     for (int g = 0; g < n_groups; g++)
         pthread_join(th[g], NULL);
     if (setup_failed)

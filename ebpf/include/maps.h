@@ -3,7 +3,8 @@
  * Sizes come from -D flags set by testbed/dataplane/compile.py:
  *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
  *   K (ports of a switch), N_KEYS (destination keys per switch: max of the
- *   number of edge switches and k), N_PTR (pointer slots per switch and pipe).
+ *   number of edge switches and k), N_PTR (pointer slots per switch and pipe),
+ *   N_FLOWS (flow ids + 1: a workload's largest flow id must be below it).
  * All maps are pinned by Python after load so other processes can reach them.
  */
 #pragma once
@@ -38,10 +39,12 @@ BPF_ARRAY(drill_mem, __u32, N_SWITCHES);
 BPF_ARRAY(ar_thresh, __u64, AR_LEVELS);
 /* i in [0, W) => P[i], the Ofan basis permutation (paper appendix F.2) */
 BPF_ARRAY(ofan_basis, __u32, W);
-/* flow id (RoCEv2 destination QP) => flow_rx */
-BPF_HASH(flow_rx, __u32, struct flow_rx, 65536);
+/* flow id (RoCEv2 destination QP, 1 .. N_FLOWS - 1) => flow_rx */
+BPF_ARRAY(flow_rx, struct flow_rx, N_FLOWS);
 /* flow id => ack_rx (ACKs back at the sender) */
-BPF_HASH(ack_rx, __u32, struct ack_rx, 65536);
+BPF_ARRAY(ack_rx, struct ack_rx, N_FLOWS);
+/* RX_DATA => data packets the hosts received, RX_ACKS => ACKs (per CPU, no atomics: the sum is the count) */
+BPF_PERCPU_ARRAY(rx_total, __u64, 2);
 /* 0 => run_cfg */
 BPF_ARRAY(run_cfg, struct run_cfg, 1);
 /* switch id * W + uplink slot => packets sent up through that slot */

@@ -123,4 +123,9 @@ struct run_cfg {
 #define CNT_BAD_PORT   3   /* ingress port not in port_info */
 #define CNT_ACK_ERR    4   /* a data packet could not be turned into an ACK */
 #define CNT_UNREACHABLE 5  /* destination cut off by failures: dropped at the first switch that knows */
+#define CNT_BAD_FLOW   6   /* a RoCEv2 packet whose flow id is beyond N_FLOWS: not counted */
+
+/* rx_total indices */
+#define RX_DATA 0
+#define RX_ACKS 1
 #define N_COUNTERS     8

@@ -29,6 +29,9 @@ SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
 ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
 
 
+MAX_FLOW_IDS = 1 << 20  # flow counters (56 + 24 bytes each): all-to-all on k=16's 1,024 hosts fits
+
+
 @dataclass(frozen=True)
 class Dims:
     """Compile-time sizes of the switch program (-D flags of maps.h)."""
@@ -50,13 +53,19 @@ class Dims:
         return max(self.n_edges, self.k)
 
     @property
+    def n_flows(self) -> int:
+        """Flow ids + 1 the receivers count: every pair of hosts, ids from 1 (workloads number the n x n
+        pairs), at most MAX_FLOW_IDS."""
+        return min(self.n_hosts * self.n_hosts, MAX_FLOW_IDS) + 1
+
+    @property
     def n_ptr(self) -> int:
         return models.N_CLASSES * self.n_keys
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
-                f"-DB_BITS={models.b_bits(self.w)}"]
+                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}"]
 
 
 def source() -> str:

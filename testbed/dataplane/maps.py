@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 BPFFS = "/sys/fs/bpf"
-PERCPU_MAPS = frozenset({"ofan_ptr_cpu"})
+PERCPU_MAPS = frozenset({"ofan_ptr_cpu", "rx_total"})
 U64 = 1 << 64
 
 
@@ -65,9 +65,11 @@ class RunCfg(ct.Structure):
     _fields_ = [("acks", u32), ("pad", u32)]
 
 
-CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE = 0, 1, 2, 3, 4, 5
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW = range(7)
 COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
-                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable"}
+                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable",
+                 CNT_BAD_FLOW: "unknown_flow"}
+RX_DATA, RX_ACKS = 0, 1  # rx_total
 
 # name => (key type, value type)
 MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
@@ -90,6 +92,7 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "uplink_mask": (u32, u32),
     "sw_drops": (u32, u64),
     "counters": (u32, u64),
+    "rx_total": (u32, u64),  # per-CPU
 }
 
 
@@ -154,6 +157,16 @@ class MapHandle(Generic[K, V]):
         count = u32(n)
         if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
             raise OSError(ct.get_errno(), "map batch update")
+
+    def zero(self, n: int) -> None:
+        """Entries 0..n-1 of an array map back to all zeros, in one syscall (BPF_MAP_UPDATE_BATCH)."""
+        if n <= 0:
+            return
+        keys = (self.key_type * n)(*range(n))  # type: ignore[operator]
+        vals = (self.value_type * n)()  # type: ignore[operator]
+        count = u32(n)
+        if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
+            raise OSError(ct.get_errno(), "map batch zero")
 
     def get(self, key: int) -> V | None:
         k = self.key_type(key)  # type: ignore[call-arg]
@@ -222,6 +235,10 @@ class PercpuU64Map:
         if self._lib.bpf_lookup_elem(self.fd, ct.byref(k), ct.byref(v)) != 0:
             raise OSError(ct.get_errno(), f"per-CPU map lookup {key}")
         return list(v)
+
+    def total(self, key: int) -> int:
+        """The sum over CPUs: the count of a per-CPU counter."""
+        return sum(self.get(key))
 
     def set(self, key: int, values: list[int]) -> None:
         k = u32(key)

@@ -53,6 +53,7 @@ class Watcher:
         self.routing = control.routing(tree, [])
         self.seq = len(read_events(tree.prefix))
         self.socks: dict[int, Netlink] = {}
+        self._poll: select.epoll | None = None  # not select(): it stops at fd 1024, and k=16 has 1,344 namespaces
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._link_of = {p.ifindex: ln for ln in tree.links for p in (tree.ports[ln.a_gid], tree.ports[ln.b_gid])}
@@ -60,10 +61,12 @@ class Watcher:
 
     # -- lifecycle ---------------------------------------------------------------
     def open(self) -> Watcher:
+        self._poll = select.epoll()
         for node in self.tree.nodes:
             with netns.entered(self.tree.ns(node.name)):
                 nl = Netlink(groups=netlink.RTMGRP_LINK)
             self.socks[nl.sock.fileno()] = nl
+            self._poll.register(nl.sock.fileno(), select.EPOLLIN)
             for raw in nl.dump(netlink.RTM_GETLINK, netlink.dump_links_body()):
                 self._note(raw[16:])
         self._apply(time.monotonic_ns())  # failures that predate the watcher
@@ -73,6 +76,9 @@ class Watcher:
         for nl in self.socks.values():
             nl.close()
         self.socks.clear()
+        if self._poll is not None:
+            self._poll.close()
+            self._poll = None
 
     def start(self) -> Watcher:
         """Watch in a background thread."""
@@ -96,7 +102,8 @@ class Watcher:
             timeout = 0.05
             if self._pending:
                 timeout = max(0.0, min(timeout, self._pending[0][0] - time.monotonic()))
-            ready, _, _ = select.select(list(self.socks), [], [], timeout)
+            assert self._poll is not None, "open() first"
+            ready = [fd for fd, _ in self._poll.poll(timeout)]
             if ready:
                 t_event = time.monotonic_ns()
                 for fd in ready:

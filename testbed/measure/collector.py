@@ -15,12 +15,16 @@ reset equals the integral over the collective.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
 
 from ..dataplane.compile import Dims
-from ..dataplane.maps import U64, Maps, PortQ, signed
+from ..dataplane.maps import RX_ACKS, RX_DATA, U64, AckRx, Maps, PortQ, signed
 from ..dataplane.switches import lb_switches, n_keys
 from ..topology import FatTree, Level
 from .metrics import FlowSample, PortSample
@@ -56,45 +60,76 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
     return out
 
 
+ALL_PORT_READINGS_PER_S = 200_000  # budget of the every-port series: k=4 keeps 500 Hz, k=16 (6,144 ports) 32 Hz
+WATCH_PORTS = 32  # ports sampled at the full rate between every-port reads
+PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # every field of PortQ is a u64
+
+
 @dataclass
 class Sampler:
-    """Samples every port's occupancy (packets, bytes) at `hz` in a thread,
-    one batched map read per sample."""
+    """Samples port occupancy (packets, bytes) in a thread, at up to two rates.
+
+    Every port is read every 1/all_hz seconds (one batched map read): all_hz =
+    hz while the fabric has at most ALL_PORT_READINGS_PER_S / hz ports (192 at
+    500 Hz), lower above that. Between those reads, the `watch` ports with the
+    largest exact maximum so far (the kernel's max_pkts, re-ranked at every
+    every-port read) are read at the full hz, one lookup each, so the busiest
+    queues keep a full-rate series on any fabric. Both land in one long series
+    of (time, port, packets, bytes)."""
 
     maps: Maps
     tree: FatTree
     hz: float = 500.0
+    watch: int = WATCH_PORTS
     times_ns: list[int] = field(default_factory=list)
-    pkts: list[list[int]] = field(default_factory=list)
-    bytes: list[list[int]] = field(default_factory=list)
+    positions: list[Any] = field(default_factory=list)  # per sample: indices into tree.ports
+    pkts: list[Any] = field(default_factory=list)
+    bytes: list[Any] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="queue-sampler", daemon=True)
         self._n = Dims.of(self.tree).n_ifindex
-        self._idx = [p.ifindex for p in self.tree.ports]
+        self._ifx = np.array([p.ifindex for p in self.tree.ports])
+        self._all = np.arange(len(self._ifx))
+        self.every = max(1, math.ceil(self.hz * len(self._ifx) / ALL_PORT_READINGS_PER_S))
+        self.all_hz = self.hz / self.every
+        self._watched = self._all[:self.watch]
+        self._ticks = 0
 
     def start(self) -> Sampler:
         self._thread.start()
         return self
 
     def stop(self) -> None:
-        """Stop, with one last sample: the series ends on the state after delivery."""
+        """Stop, with one last reading of every port: the series ends on the state after delivery."""
         self._stop.set()
         self._thread.join()
-        self._sample()
+        self._sample(True)
 
-    def _sample(self) -> None:
-        qs = self.maps.port_q.read_array(self._n)
-        self.times_ns.append(time.monotonic_ns())
-        self.pkts.append([signed(qs[i].pkts) for i in self._idx])
-        self.bytes.append([signed(qs[i].bytes) for i in self._idx])
+    def _sample(self, every_port: bool) -> None:
+        if every_port:
+            arr = np.frombuffer(self.maps.port_q.read_array(self._n), dtype=PORTQ_DTYPE)[self._ifx]
+            t = time.monotonic_ns()
+            pos, pk, by = self._all, arr["pkts"].view(np.int64), arr["bytes"].view(np.int64)
+            self._watched = np.argsort(-arr["max_pkts"].astype(np.int64), kind="stable")[:self.watch]
+        else:
+            pos = self._watched
+            got = [self.maps.port_q.get(int(i)) for i in self._ifx[pos]]
+            t = time.monotonic_ns()
+            pk = np.array([signed(q.pkts) if q else 0 for q in got], dtype=np.int64)
+            by = np.array([signed(q.bytes) if q else 0 for q in got], dtype=np.int64)
+        self.times_ns.append(t)
+        self.positions.append(pos)
+        self.pkts.append(pk)
+        self.bytes.append(by)
 
     def _loop(self) -> None:
         period = 1.0 / self.hz
         nxt = time.monotonic()
         while not self._stop.is_set():
-            self._sample()
+            self._sample(self._ticks % self.every == 0)
+            self._ticks += 1
             nxt += period
             delay = nxt - time.monotonic()
             if delay > 0:
@@ -104,27 +139,56 @@ class Sampler:
 
     @property
     def rate_hz(self) -> float:
+        """Samples per second achieved (of the watched ports at least)."""
         if len(self.times_ns) < 2:
             return 0.0
         return (len(self.times_ns) - 1) / ((self.times_ns[-1] - self.times_ns[0]) / 1e9)
 
+    def describe(self) -> dict[str, Any]:
+        """What the time series holds, for the manifest."""
+        return {"every_port_hz": self.all_hz, "watched_hz": self.hz, "watched_ports": min(self.watch, len(self._ifx)),
+                "watched_by": "largest exact maximum so far, re-ranked at every every-port reading",
+                "achieved_hz": self.rate_hz, "ports": len(self._ifx)}
 
-def read_flows(maps: Maps) -> dict[int, FlowSample]:
+    def series(self, t0_ns: int) -> dict[str, Any]:
+        """The long series as columns: t_s (since t0_ns), position (index into tree.ports), pkts, bytes."""
+        if not self.times_ns:
+            return {"t_s": np.zeros(0), "position": np.zeros(0, dtype=np.int64), "pkts": np.zeros(0, dtype=np.int64),
+                    "bytes": np.zeros(0, dtype=np.int64)}
+        counts = [len(p) for p in self.positions]
+        return {"t_s": np.repeat((np.array(self.times_ns, dtype=np.int64) - t0_ns) / 1e9, counts),
+                "position": np.concatenate(self.positions), "pkts": np.concatenate(self.pkts),
+                "bytes": np.concatenate(self.bytes)}
+
+
+def read_flows(maps: Maps, max_fid: int) -> dict[int, FlowSample]:
+    """Receive counters of flow ids 1..max_fid that received anything (one batched read)."""
+    arr = maps.flow_rx.read_array(max_fid + 1)
     out = {}
-    for fid in maps.flow_rx.keys():
-        f = maps.flow_rx.get(fid)
-        if f is not None:
+    for fid in range(1, max_fid + 1):
+        f = arr[fid]
+        if f.pkts:
             out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp)
     return out
 
 
-def received_packets(maps: Maps) -> int:
-    total = 0
-    for fid in maps.flow_rx.keys():
-        f = maps.flow_rx.get(fid)
-        if f is not None:
-            total += f.pkts
-    return total
+def read_acks(maps: Maps, max_fid: int) -> dict[int, AckRx]:
+    """ACK counters (at the senders) of flow ids 1..max_fid that got any ACK."""
+    arr = maps.ack_rx.read_array(max_fid + 1)
+    return {fid: AckRx.from_buffer_copy(arr[fid]) for fid in range(1, max_fid + 1) if arr[fid].acks}
+
+
+def reset_flows(maps: Maps, max_fid: int) -> None:
+    """Zero the receive and ACK counters of flow ids 0..max_fid and the totals."""
+    maps.flow_rx.zero(max_fid + 1)
+    maps.ack_rx.zero(max_fid + 1)
+    for i in (RX_DATA, RX_ACKS):
+        maps.rx_total.set(i, [0] * maps.rx_total.ncpu)
+
+
+def received(maps: Maps) -> tuple[int, int]:
+    """Data packets and ACKs the hosts have received since the reset (two per-CPU counters)."""
+    return maps.rx_total.total(RX_DATA), maps.rx_total.total(RX_ACKS)
 
 
 def softnet_drops() -> int:

@@ -18,11 +18,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from traffic.packet import ACK_FRAME_BYTES, Packetizer
 from traffic.sender import Endpoint, Senders, SendReport
-from traffic.workloads import Flow, WorkloadError
+from traffic.workloads import Flow
 
 from ..dataplane import control, switches
 from ..dataplane.maps import Maps, RunCfg
@@ -54,10 +55,7 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
     if p.scheme is not None:
         SchemeConfig(p.scheme, p.pipe_size).validate(tree.switch_ports)
-    try:
-        flows = p.flows(tree)
-    except WorkloadError as e:
-        raise RunError(str(e)) from None
+    flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")
     actions = faults.parse_timeline(p.events, tree) if p.events else []
@@ -84,8 +82,8 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
     labels = {c.label for c in configs.values()}
     scheme_label = labels.pop() if len(labels) == 1 else "mixed"
     maps.run_cfg.set(0, RunCfg(acks=int(p.acks)))
-    maps.flow_rx.clear()
-    maps.ack_rx.clear()
+    max_fid = max(f.fid for f in flows)
+    collector.reset_flows(maps, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes)
@@ -168,8 +166,9 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     cpu_busy, cpu_steal = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0)
 
     ports = collector.read_ports(maps, tree)
-    rx = collector.read_flows(maps)
-    acks = {fid: maps.ack_rx.get(fid) for fid in maps.ack_rx.keys()}
+    max_fid = max(f.fid for f in flows)
+    rx = collector.read_flows(maps, max_fid)
+    acks = collector.read_acks(maps, max_fid)
     qdisc1 = qdisc_stats(tree)
     cnt1 = maps.counter_values()
     soft1 = collector.softnet_drops()
@@ -196,7 +195,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         "link_failures": sum(e["lost_pkts"] for e in link_events),  # died in a link's queues when it failed
     }
     received = sum(r.pkts for r in rx.values())
-    acks_received = sum(int(a.acks) for a in acks.values() if a)
+    acks_received = sum(int(a.acks) for a in acks.values())
     pacing = metrics.pacing_errors(tree, flows, ports, host_rate, spec.burst)
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
     verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, cpu_steal, sampler.rate_hz)
@@ -241,7 +240,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         timeline=[{**a.action, "applied_at_s": [(t - t_first) / 1e9 for t in a.t_applied_ns]}
                   for a in timeline.applied])
     if run_dir is not None:
-        run_dir.finish(_manifest_summary(result), _tables(tree, result, sampler, t_first))
+        run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()},
+                       _tables(tree, result, sampler, t_first))
     return result
 
 
@@ -273,17 +273,11 @@ def _manifest_summary(r: Result) -> dict[str, Any]:
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
-    labels = [p.label for p in tree.ports]
-    stages = [p.stage.label for p in tree.ports]
-    rows_t, rows_p, rows_s, rows_pk, rows_b = [], [], [], [], []
-    for t, pk_row, b_row in zip(sampler.times_ns, sampler.pkts, sampler.bytes):
-        for i in range(len(labels)):
-            rows_t.append((t - t0_ns) / 1e9)
-            rows_p.append(labels[i])
-            rows_s.append(stages[i])
-            rows_pk.append(pk_row[i])
-            rows_b.append(b_row[i])
-    timeseries = pd.DataFrame({"t_s": rows_t, "port": rows_p, "stage": rows_s, "pkts": rows_pk, "bytes": rows_b})
+    labels = np.array([p.label for p in tree.ports], dtype=object)
+    stages = np.array([p.stage.label for p in tree.ports], dtype=object)
+    cols = sampler.series(t0_ns)
+    timeseries = pd.DataFrame({"t_s": cols["t_s"], "port": labels[cols["position"]], "stage": stages[cols["position"]],
+                               "pkts": cols["pkts"], "bytes": cols["bytes"]})
     stage_rows = [{"stage": st, **v, "worst_overload": r.overload[st]} for st, v in r.queues.items()]
     return {"flows": pd.DataFrame(r.flow_stats), "ports": pd.DataFrame(r.ports), "timeseries": timeseries,
             "stages": pd.DataFrame(stage_rows)}
@@ -292,8 +286,7 @@ def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) ->
 def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> None:
     last, last_change = (-1, -1), time.monotonic()
     while True:
-        got = collector.received_packets(maps)
-        got_acks = sum(int(a.acks) for fid in maps.ack_rx.keys() if (a := maps.ack_rx.get(fid)) is not None)
+        got, got_acks = collector.received(maps)
         if got >= expected and got_acks >= expected_acks:
             return
         now = time.monotonic()

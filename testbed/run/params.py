@@ -3,11 +3,13 @@ reports (`Result`: the fields of `testbed run --json`, in that order)."""
 
 from __future__ import annotations
 
+import resource
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from traffic.workloads import Flow, WorkloadSpec, make_spec
+from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
+from ..dataplane.compile import Dims
 from ..dataplane.schemes import Scheme
 from ..topology import FatTree
 
@@ -53,7 +55,32 @@ class RunParams:
                             self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas)
 
     def flows(self, tree: FatTree) -> list[Flow]:
-        return make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)
+        """The workload's flows on `tree`; a RunError if the fabric cannot carry them (see check_flows)."""
+        try:
+            flows = make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)
+        except WorkloadError as e:
+            raise RunError(str(e)) from None
+        check_flows(tree, flows)
+        return flows
+
+
+SOCKETS_SPARE = 256  # descriptors the sender needs beside its flows' sockets
+
+
+def check_flows(tree: FatTree, flows: list[Flow]) -> None:
+    """Flows this fabric can carry: the receivers count flow ids below Dims.n_flows, and the sender opens one
+    socket per flow, within the machine's limit on open files (the hard limit, which the sender raises to)."""
+    if not flows:
+        return
+    cap = Dims.of(tree).n_flows
+    top = max(f.fid for f in flows)
+    if top >= cap:
+        raise RunError(f"{len(flows):,} flows (ids up to {top:,}): the receivers of this {tree.n_hosts}-host fabric "
+                       f"count flow ids below {cap:,}")
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if limit != resource.RLIM_INFINITY and len(flows) + SOCKETS_SPARE > limit:
+        raise RunError(f"{len(flows):,} flows need {len(flows):,} sockets (one per flow); this machine allows "
+                       f"{limit:,} open files (ulimit -Hn)")
 
 
 @dataclass

@@ -28,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -160,6 +162,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES < flows\n");
         return 2;
     }
+    /* die with the process that started us: an orphan would send into the next run */
+    pid_t parent = getppid();
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+        return 1;
     deadline_s = atof(argv[1]);
     sndbuf = atoi(argv[2]);
     /* one socket per flow: as many open files as the hard limit allows (the caller checked the count) */

@@ -9,6 +9,7 @@ gives a one-line error on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -56,3 +57,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # noqa: BLE001 - a bug, still one line; TESTBED_DEBUG=1 shows where
+        if os.environ.get("TESTBED_DEBUG"):
+            raise
+        print(f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)",
+              file=sys.stderr)
+        return 1

@@ -8,14 +8,19 @@ import argparse
 import os
 from typing import Any, NoReturn
 
+from traffic.packet import DEFAULT_PAYLOAD
+
 from ..dataplane.schemes import Scheme, SchemeError, parse_pipe_size
 from ..fabric import state
-from ..fabric.build import DEFAULT_RATE_BPS, FabricError
+from ..fabric.budget import auto_rate_bps
+from ..fabric.build import FabricError
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
 from ..topology.units import format_rate, parse_rate, parse_size
 
-RATE_HELP = f"line rate of every link (default {format_rate(DEFAULT_RATE_BPS)})"
+AUTO_RATE = 0  # --rate auto (no real rate is 0)
+RATE_HELP = ("line rate of every link, or auto: the largest rate that keeps the hosts within this machine's "
+             "packet budget (50mbit at k=4, 1.8mbit at k=12)")
 PIPE_HELP = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
 
 
@@ -41,6 +46,8 @@ def k_value(text: str) -> int:
 
 
 def rate(text: str) -> int:
+    if text == "auto":
+        return AUTO_RATE
     try:
         return parse_rate(text)
     except ValueError as e:
@@ -113,6 +120,29 @@ def topology_of(a: argparse.Namespace, st: state.FabricState | None) -> str:
             raise RunError(f"--topology {a.topology} differs from the fabric that is up ({st.topology})")
         return st.topology
     return str(a.topology or "fattree")
+
+
+def resolve_rate(requested: int | None, tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False) -> int:
+    """The line rate of a fabric about to be built: the one asked for, or the auto rate (also when none is)."""
+    if requested is None or requested == AUTO_RATE:
+        return auto_rate_bps(tree, payload, acks)
+    return requested
+
+
+def check_rate_of_fabric_up(requested: int | None, st: state.FabricState, tree: FatTree, payload: int,
+                            acks: bool) -> None:
+    """A --rate given for a run on the fabric that is up must agree with it: a number must be its rate, auto
+    must not be below it (ACKs double the packets)."""
+    if requested is None:
+        return
+    if requested == AUTO_RATE:
+        auto = auto_rate_bps(tree, payload, acks)
+        if st.rate_bps > auto:
+            raise RunError(f"the fabric that is up runs at {format_rate(st.rate_bps)}, above the auto rate "
+                           f"{format_rate(auto)} of this run{' (ACKs double the packets)' if acks else ''}; "
+                           f"testbed down, then up --rate {format_rate(auto)}")
+    elif requested != st.rate_bps:
+        raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
 
 
 def attached_tree(prefix: str) -> FatTree:

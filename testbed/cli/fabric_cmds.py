@@ -10,8 +10,9 @@ from typing import Any
 from ..dataplane import switches
 from ..dataplane.schemes import Scheme, SchemeConfig, names, select_switches
 from ..fabric import netns, state
-from ..fabric.build import DEFAULT_RATE_BPS, Fabric, FabricError, FabricSpec
+from ..fabric.build import Fabric, FabricError, FabricSpec
 from ..fabric.clean import clean
+from ..topology import FatTree
 from ..topology.units import format_rate
 from . import args
 from .link_cmds import start_controld
@@ -20,7 +21,7 @@ from .link_cmds import start_controld
 def add_up(sub: Any) -> None:
     up = sub.add_parser("up", help="build a fat tree and leave it up")
     up.add_argument("--k", type=args.k_value, required=True)
-    up.add_argument("--rate", type=args.rate, default=DEFAULT_RATE_BPS, help=args.RATE_HELP)
+    up.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
     up.add_argument("--scheme", type=args.scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
@@ -29,8 +30,10 @@ def add_up(sub: Any) -> None:
 
 
 def cmd_up(a: argparse.Namespace) -> int:
-    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
-                      pipe_size=a.pipe_size, topology=a.topology or "fattree")
+    topology = a.topology or "fattree"
+    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
+    spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
+                      pipe_size=a.pipe_size, topology=topology)
     args.need_root()
     fab = Fabric(spec)
     try:
@@ -50,7 +53,7 @@ def cmd_up(a: argparse.Namespace) -> int:
         fab.compiled.close()  # the filters keep the programs; the pins keep the maps
     t = fab.tree
     print(f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
-          f"rate {format_rate(a.rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
+          f"rate {format_rate(rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
           f"(built in {times.total_s:.2f} s)")
     return 0
 

@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from traffic.packet import DEFAULT_PAYLOAD
 from traffic.workloads import WORKLOADS
 
 from ..dataplane.schemes import Scheme, SchemeConfig
 from ..fabric import state
-from ..fabric.build import DEFAULT_MTU, DEFAULT_RATE_BPS, Fabric, FabricSpec
+from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
+from ..fabric.lock import run_lock
 from ..run.params import RunError, RunParams
 from ..topology import FatTree
 from ..topology.units import format_rate
@@ -33,7 +35,8 @@ def add_run(sub: Any) -> None:
                      help="fresh random pointer state from --seed before the run (default on)")
     run.add_argument("--seed", type=int, default=1)
     run.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
-    run.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (ephemeral fabric only)")
+    run.add_argument("--rate", type=args.rate, default=None,
+                     help=args.RATE_HELP + " (an ephemeral fabric's; default auto, counting the ACKs of --acks)")
     run.add_argument("--fan-in", type=args.positive_int, default=2, help="incast senders (default 2)")
     run.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G (default 8)")
@@ -48,11 +51,17 @@ def add_run(sub: Any) -> None:
                      help="rho_max: pace hosts at min(load, rho_max) of the links that are up")
     run.add_argument("--retries", type=int, default=0,
                      help="re-run an invalid run (fidelity out of tolerance) up to N times, same seed (default 0)")
+    add_wait(run)
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
     run.add_argument("--out", type=Path, default=None,
                      help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
     args.add_topology(run)
     args.add_common(run)
+
+
+def add_wait(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--wait", action="store_true",
+                    help="if another run, compare or demo holds the fabric, wait for it (default: refuse)")
 
 
 def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
@@ -108,12 +117,12 @@ def cmd_run(a: argparse.Namespace) -> int:
     k = st.k if st is not None else (a.k or 4)
     if st is not None and a.k is not None and a.k != st.k:
         raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
-    if st is not None and a.rate is not None and a.rate != st.rate_bps:
-        raise RunError(f"--rate differs from the fabric that is up ({format_rate(st.rate_bps)})")
     if scheme is not None:
         SchemeConfig(scheme, a.pipe_size).validate(FatTree(k).switch_ports)
     params = _run_params(a, scheme)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
+    if st is not None:
+        args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks)
     params.flows(tree)  # the workload must be valid on this fabric before anything is touched
     if a.events:
         from ..run.faults import parse_timeline
@@ -123,14 +132,15 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
     out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
     args.need_root()
-    if st is not None:
-        with Fabric.attach(a.prefix) as fab:
-            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
-    else:
-        spec = FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix, scheme=scheme or Scheme.ECMP,
-                          seed=a.seed, pipe_size=a.pipe_size, topology=args.topology_of(a, st))
-        with Fabric(spec) as fab:
-            result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
+    with run_lock(a.prefix, wait=a.wait):
+        if st is not None:
+            with Fabric.attach(a.prefix) as fab:
+                result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
+        else:
+            spec = FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree, a.payload, a.acks), prefix=a.prefix,
+                              scheme=scheme or Scheme.ECMP, seed=a.seed, pipe_size=a.pipe_size, topology=tree.kind)
+            with Fabric(spec) as fab:
+                result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     _print_result(a, result)
     return 0
 
@@ -144,9 +154,10 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--size", type=args.size, default=1 << 20)
     cmp_.add_argument("--load", type=args.load, default=1.0)
     cmp_.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
-    cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (ephemeral fabric only)")
+    cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (an ephemeral fabric's; default auto)")
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
+    add_wait(cmp_)
     args.add_topology(cmp_)
     args.add_common(cmp_)
 
@@ -165,7 +176,10 @@ def cmd_compare(a: argparse.Namespace) -> int:
         raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
     for c in configs:
         c.validate(FatTree(k).switch_ports)
-    RunParams(a.workload, a.size, a.load).flows(FatTree(k, a.prefix, args.topology_of(a, st)))
+    tree = FatTree(k, a.prefix, args.topology_of(a, st))
+    RunParams(a.workload, a.size, a.load).flows(tree)
+    if st is not None:
+        args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, False)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
     if (out / "summary.csv").exists():
         raise RunError(f"{out} already holds a comparison")
@@ -179,13 +193,14 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
         return run_matrix(cells, one, out)
 
-    if st is not None:
-        with Fabric.attach(a.prefix) as fab:
-            df = run_all(fab)
-    else:
-        with Fabric(FabricSpec(k=k, rate_bps=a.rate or DEFAULT_RATE_BPS, prefix=a.prefix,
-                               topology=args.topology_of(a, st))) as fab:
-            df = run_all(fab)
+    with run_lock(a.prefix, wait=a.wait):
+        if st is not None:
+            with Fabric.attach(a.prefix) as fab:
+                df = run_all(fab)
+        else:
+            with Fabric(FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree), prefix=a.prefix,
+                                   topology=tree.kind)) as fab:
+                df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)
     title = f"{a.workload} {a.size} B, load {a.load}, k={k}, seeds {a.seeds}"
@@ -224,9 +239,10 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("--k", type=args.k_value, default=4)
     demo.add_argument("--size", type=args.size, default=1 << 20)
     demo.add_argument("--load", type=args.load, default=1.0)
-    demo.add_argument("--rate", type=args.rate, default=DEFAULT_RATE_BPS, help=args.RATE_HELP)
+    demo.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    add_wait(demo)
     args.add_topology(demo)
     args.add_common(demo)
 
@@ -235,13 +251,15 @@ def cmd_demo(a: argparse.Namespace) -> int:
     from ..run.experiment import run_valid
     from .tables import compare_table
 
-    spec = FabricSpec(k=a.k, rate_bps=a.rate, prefix=a.prefix, seed=a.seed, topology=a.topology or "fattree")
+    topology = a.topology or "fattree"
+    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
+    spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, seed=a.seed, topology=topology)
     args.need_root()
     con = args.console()
     results = []
-    with Fabric(spec) as fab:
+    with run_lock(a.prefix, wait=a.wait), Fabric(spec) as fab:
         con.print(f"built k={a.k} {spec.topology} ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
-                  f"in {fab.times.total_s:.2f} s; link rate {format_rate(a.rate)}")
+                  f"in {fab.times.total_s:.2f} s; link rate {format_rate(rate)}")
         stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
         for scheme in (Scheme.ECMP, Scheme.OFAN):
             out = Path("results") / f"{stamp}-demo-{scheme.label}"

@@ -62,6 +62,12 @@ class Dims:
     def n_ptr(self) -> int:
         return models.N_CLASSES * self.n_keys
 
+    def map_bytes(self, ncpu: int) -> int:
+        """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
+        and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, port queues."""
+        return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
+                + 4 * self.n_switches * self.n_keys + (56 + 24) * self.n_flows + 136 * self.n_ifindex)
+
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",

@@ -30,7 +30,7 @@ from ..dataplane.compile import Compiled, CompileThread, Dims
 from ..dataplane.maps import Maps
 from ..dataplane.schemes import Scheme, SchemeConfig
 from ..topology import FatTree, Node
-from . import netlink, netns, state
+from . import capacity, netlink, netns, state
 from .netlink import Netlink, Request
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
@@ -72,7 +72,7 @@ class FabricSpec:
             raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
         if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
             raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
-        self.tree()  # validates k, prefix and topology
+        capacity.check(self.tree())  # validates k, prefix and topology, then that this machine can hold it
         SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
 
     @property
@@ -169,6 +169,7 @@ class Fabric:
         spec, tree = self.spec, self.tree
         if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
             raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
+        capacity.raise_open_file_limit()
         self._claimed = True
         times = self.times
         t0 = time.perf_counter()

@@ -189,7 +189,9 @@ def serve(prefix: str) -> None:
     """The daemon's body: watch the fabric that is up under `prefix` until
     SIGTERM, after marking it ready (the file `testbed up` waits for)."""
     from .build import Fabric
+    from .capacity import raise_open_file_limit
 
+    raise_open_file_limit()  # a socket per namespace
     with Fabric.attach(prefix) as fab:
         assert fab.maps is not None
         w = Watcher(fab.tree, fab.maps).open()

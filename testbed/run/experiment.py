@@ -31,6 +31,7 @@ from ..dataplane.schemes import SchemeConfig
 from ..fabric import links, netns, state
 from ..fabric.build import Fabric, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
+from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
 from ..measure import collector, fidelity, metrics, provenance, results
 from ..topology import FatTree
@@ -48,6 +49,12 @@ def endpoints(tree: FatTree) -> list[Endpoint]:
 
 def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
         discarded: list[dict[str, Any]] | None = None) -> Result:
+    """One run, holding the fabric's run lock (FabricBusy if another process holds it)."""
+    with run_lock(fab.spec.prefix):
+        return _run(fab, p, out_dir, discarded)
+
+
+def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[str, Any]] | None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     pk = Packetizer(p.payload)

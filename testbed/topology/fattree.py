@@ -313,8 +313,8 @@ class FatTree:
 def validate_k(k: int) -> None:
     if not isinstance(k, int) or k < 4 or k % 2:
         raise TopologyError(f"k must be an even integer >= 4, got {k}")
-    if k > 254:
-        raise TopologyError(f"k must be at most 254 (addresses use one byte per pod), got {k}")
+    if k > 64:
+        raise TopologyError(f"k must be at most 64 (a switch's k/2 uplinks are one 32-bit mask), got {k}")
 
 
 def validate_prefix(prefix: str) -> None:

@@ -162,10 +162,11 @@ class Fabric:
 
     def build(self) -> None:
         """Namespaces (two threads), veth pairs, then each namespace's qdiscs
-        while bcc compiles; then the programs' filters, links up and host
-        addresses, while a thread programs the maps. Only the first needs no
-        compiled program, and the last two need the kernel far more than Python,
-        so the two cores stay busy."""
+        while bcc compiles; then the programs' filters, links up and the hosts'
+        addresses while a thread programs the maps (the kernel works far more
+        than Python there, so the two cores stay busy); then every port's link
+        state is synchronised and the build waits until the kernel has every port
+        up."""
         spec, tree = self.spec, self.tree
         if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
             raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
@@ -209,6 +210,9 @@ class Fabric:
                         made[tree.ns(node.name)][0].run(phase(node))
                 t5 = time.perf_counter()
                 times.configure_s = t5 - t4
+                for node in tree.nodes:
+                    for p in tree.ports_of[node.name]:
+                        link_sync(made[tree.ns(node.name)][1], p.ifname)
                 self._wait_links_up({node.name: made[tree.ns(node.name)][0] for node in tree.nodes})
                 times.links_up_wait_s = time.perf_counter() - t5
                 times.maps_s = programmed.result()
@@ -284,7 +288,7 @@ class Fabric:
         return reqs
 
     def _up_requests(self, node: Node) -> list[Request]:
-        """Every port up, after its program is on it."""
+        """Every port up."""
         return [netlink.link_set(p.ifindex, True, f"{node.name}:{p.ifname} up") for p in self.tree.ports_of[node.name]]
 
     def _host_requests(self, node: Node) -> list[Request]:
@@ -338,13 +342,26 @@ def _inside_new_namespace() -> tuple[Netlink, socket.socket]:
 
 
 SIOCETHTOOL = 0x8946
-ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x1F, 0x24, 0x2C
+ETHTOOL_GLINK, ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO = 0x0A, 0x1F, 0x24, 0x2C
+
+
+def _ethtool_value(sock: socket.socket, ifname: str, cmd: int, data: int = 0) -> int:
+    value = ctypes.create_string_buffer(struct.pack("=II", cmd, data), 8)
+    ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(value)).ljust(40, b"\0")
+    fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
+    return int(struct.unpack("=II", value.raw)[1])
+
+
+def link_sync(sock: socket.socket, ifname: str) -> bool:
+    """Ask whether the link is up (ETHTOOL_GLINK), which makes the kernel apply
+    the port's pending carrier change now. Otherwise its link watcher handles
+    100 ports per pass and waits a second between passes, so the last ports of
+    a large batch came up (and stopped dropping) up to seconds later."""
+    return _ethtool_value(sock, ifname, ETHTOOL_GLINK) == 1
 
 
 def offloads_off(sock: socket.socket, ifname: str) -> None:
     """TSO, GSO and GRO off on one interface (of the socket's namespace), so
     every qdisc and program sees real packets, never super-packets."""
     for cmd in (ETHTOOL_STSO, ETHTOOL_SGSO, ETHTOOL_SGRO):
-        value = ctypes.create_string_buffer(struct.pack("=II", cmd, 0), 8)
-        ifreq = struct.pack("16sP", ifname.encode(), ctypes.addressof(value)).ljust(40, b"\0")
-        fcntl.ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
+        _ethtool_value(sock, ifname, cmd)

@@ -7,6 +7,9 @@ is made, so a fabric too large for it is refused with one line.
 - Memory: the data plane's arrays (pointers per switch, pipe and destination,
   flow counters, queues) are preallocated by the kernel; they must fit in a
   quarter of the memory available.
+- The per-CPU backlog every veth hand-over goes through
+  (net.core.netdev_max_backlog): hosts starting together must not overflow
+  it, 16 packets per host (scripts/setup sets 131,072).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from ..topology import FatTree
 FILES_PER_NAMESPACE = 3
 FILES_SPARE = 256
 MEMORY_SHARE = 0.25
+BACKLOG_PER_HOST = 16
+BACKLOG_SYSCTL = "/proc/sys/net/core/netdev_max_backlog"
 
 
 class CapacityError(RuntimeError):
@@ -50,6 +55,14 @@ def check(tree: FatTree) -> None:
     if hard != resource.RLIM_INFINITY and files > hard:
         raise CapacityError(f"{what} needs {files:,} open files while it is built; this machine allows {hard:,} "
                             f"(ulimit -Hn)")
+    try:
+        with open(BACKLOG_SYSCTL) as f:
+            backlog = int(f.read())
+    except OSError:
+        backlog = 0
+    if backlog and backlog < BACKLOG_PER_HOST * tree.n_hosts:
+        raise CapacityError(f"{what} needs net.core.netdev_max_backlog >= {BACKLOG_PER_HOST * tree.n_hosts:,} "
+                            f"(it is {backlog:,}): sudo ./scripts/setup sets it")
     need = Dims.of(tree).map_bytes(possible_cpus())
     avail = available_memory_bytes()
     if avail and need > MEMORY_SHARE * avail:

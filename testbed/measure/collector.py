@@ -62,7 +62,6 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
 
 ALL_PORT_READINGS_PER_S = 200_000  # budget of the every-port series: k=4 keeps 500 Hz, k=16 (6,144 ports) 32 Hz
 WATCH_PORTS = 32  # ports sampled at the full rate between every-port reads
-PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # every field of PortQ is a u64
 
 
 @dataclass
@@ -73,8 +72,9 @@ class Sampler:
     hz while the fabric has at most ALL_PORT_READINGS_PER_S / hz ports (192 at
     500 Hz), lower above that. Between those reads, the `watch` ports with the
     largest exact maximum so far (the kernel's max_pkts, re-ranked at every
-    every-port read) are read at the full hz, one lookup each, so the busiest
-    queues keep a full-rate series on any fabric. Both land in one long series
+    every-port read, ties kept) are read at the full hz, so the busiest queues keep a
+    full-rate series on any fabric. Both read the queue map in place (it is
+    memory-mapped: no system call per reading) and land in one long series
     of (time, port, packets, bytes)."""
 
     maps: Maps
@@ -96,6 +96,7 @@ class Sampler:
         self.all_hz = self.hz / self.every
         self._watched = self._all[:self.watch]
         self._ticks = 0
+        self._view = self.maps.port_q_view(self._n)
 
     def start(self) -> Sampler:
         self._thread.start()
@@ -108,17 +109,14 @@ class Sampler:
         self._sample(True)
 
     def _sample(self, every_port: bool) -> None:
-        if every_port:
-            arr = np.frombuffer(self.maps.port_q.read_array(self._n), dtype=PORTQ_DTYPE)[self._ifx]
-            t = time.monotonic_ns()
-            pos, pk, by = self._all, arr["pkts"].view(np.int64), arr["bytes"].view(np.int64)
-            self._watched = np.argsort(-arr["max_pkts"].astype(np.int64), kind="stable")[:self.watch]
-        else:
-            pos = self._watched
-            got = [self.maps.port_q.get(int(i)) for i in self._ifx[pos]]
-            t = time.monotonic_ns()
-            pk = np.array([signed(q.pkts) if q else 0 for q in got], dtype=np.int64)
-            by = np.array([signed(q.bytes) if q else 0 for q in got], dtype=np.int64)
+        pos = self._all if every_port else self._watched
+        arr = self._view[self._ifx[pos]]  # a copy: the readings of this instant
+        t = time.monotonic_ns()
+        pk, by = arr["pkts"].view(np.int64), arr["bytes"].view(np.int64)
+        if every_port:  # the largest maxima; on a tie a port watched already stays, so its series stays whole
+            score = 2 * arr["max_pkts"].astype(np.int64)
+            score[self._watched] += 1
+            self._watched = np.argsort(-score, kind="stable")[:self.watch]
         self.times_ns.append(t)
         self.positions.append(pos)
         self.pkts.append(pk)

@@ -1,0 +1,83 @@
+"""One run per fabric: a second run is refused (or waits with --wait), the
+two never mix their packets, and a lock left by a killed run does not block
+the next one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from testbed.fabric import lock
+
+from .helpers import cli, leftovers
+
+pytestmark = pytest.mark.root
+
+
+def _start(p: str, out: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size", "4MB",
+                             "--scheme", "ofan", "--json", "--out", str(out), "--prefix", p, *extra],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _holding(p: str, pid: int, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        h = lock.holder(p)
+        if h and h.get("pid") == pid:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} never took the lock of {p}")
+
+
+def _clean(res: dict[str, object]) -> None:
+    assert res["packets_received"] == res["packets_sent"] == 16 * 1024, (res["packets_sent"], res["packets_received"])
+    assert res["drops"] == 0, res["drops_detail"]
+
+
+@pytest.fixture()
+def fabric() -> object:
+    p = "tlk"
+    assert cli("up", "--k", "4", "--prefix", p).returncode == 0
+    yield p
+    cli("down", "--prefix", p)
+    assert leftovers(p) == []
+
+
+def test_second_run_is_refused_or_waits_and_packets_never_mix(fabric: str, tmp_path: Path) -> None:
+    p = fabric
+    a = _start(p, tmp_path / "a")
+    _holding(p, a.pid)
+    b = cli("run", "--workload", "permutation", "--size", "1MB", "--out", str(tmp_path / "b"), "--prefix", p)
+    assert b.returncode == 2, b.stdout + b.stderr
+    assert "is busy" in b.stderr and f"pid {a.pid}" in b.stderr and "--wait" in b.stderr
+    assert len(b.stderr.strip().splitlines()) == 1
+    c = _start(p, tmp_path / "c", "--wait")
+    out_a, err_a = a.communicate(timeout=120)
+    out_c, err_c = c.communicate(timeout=120)
+    assert a.returncode == 0 and c.returncode == 0, err_a + err_c
+    ra, rc = json.loads(out_a), json.loads(out_c)
+    _clean(ra)
+    _clean(rc)
+    assert rc["cct_start_ns"] > ra["cct_end_ns"]  # the waiting run sent only after the first one was done
+
+
+def test_a_killed_run_leaves_a_stale_lock_that_does_not_block(fabric: str, tmp_path: Path) -> None:
+    p = fabric
+    d = _start(p, tmp_path / "d")
+    _holding(p, d.pid)
+    time.sleep(0.5)  # sending
+    os.kill(d.pid, signal.SIGKILL)
+    d.wait()
+    assert lock.holder(p)["pid"] == d.pid  # the file still names it; the kernel has released the lock
+    e = cli("run", "--workload", "permutation", "--size", "4MB", "--scheme", "ofan", "--json", "--out",
+            str(tmp_path / "e"), "--prefix", p)
+    assert e.returncode == 0, e.stderr
+    _clean(json.loads(e.stdout))  # and the killed run's sender died with it: no foreign packets

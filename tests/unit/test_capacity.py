@@ -1,0 +1,70 @@
+"""The packet budget's auto rate, the capacity checks and sampled ping pairs (pure)."""
+
+from __future__ import annotations
+
+import resource
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from testbed.fabric import budget, capacity
+from testbed.fabric.reach import sample_pairs
+from testbed.topology import FatTree
+
+
+def test_auto_rate_spreads_the_measured_budget_over_the_hosts() -> None:
+    assert budget.auto_rate_bps(FatTree(4)) == 50_000_000  # the measured configuration gives its own rate back
+    assert budget.auto_rate_bps(FatTree(12)) == 1_800_000
+    assert budget.auto_rate_bps(FatTree(16)) == 780_000
+    assert budget.auto_rate_bps(FatTree(64, "tb", "leafspine")) == 390_000
+    assert budget.auto_rate_bps(FatTree(4), acks=True) == 25_000_000  # an ACK per packet: twice the packets
+    for kind, k in (("fattree", 8), ("fattree", 12), ("leafspine", 32)):
+        tree = FatTree(k, "tb", kind)
+        rate = budget.auto_rate_bps(tree)
+        assert tree.n_hosts * rate / (8 * 4154) <= budget.host_packets_per_s()
+
+
+def test_round_down_keeps_two_significant_digits() -> None:
+    assert budget.round_down(Fraction(1_859_999)) == 1_800_000
+    assert budget.round_down(Fraction(50_000_000)) == 50_000_000
+    assert budget.round_down(Fraction(789_123)) == 780_000
+    assert budget.round_down(Fraction(1, 2)) == 1
+
+
+def test_capacity_refuses_what_exceeds_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(resource, "getrlimit", lambda _: (1024, 1024))
+    capacity.check(FatTree(4))  # 36 namespaces: 364 files
+    with pytest.raises(capacity.CapacityError, match=r"k=12 \(612 namespaces\) needs 2,092 open files.*1,024"):
+        capacity.check(FatTree(12))
+
+
+def _backlog(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: int) -> None:
+    f = tmp_path / "netdev_max_backlog"
+    f.write_text(f"{value}\n")
+    monkeypatch.setattr(capacity, "BACKLOG_SYSCTL", str(f))
+
+
+def test_capacity_refuses_a_backlog_too_small_for_the_hosts(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _backlog(monkeypatch, tmp_path, 1000)  # the kernel's default
+    capacity.check(FatTree(4))  # 16 hosts
+    with pytest.raises(capacity.CapacityError, match=r"netdev_max_backlog >= 6,912 \(it is 1,000\)"):
+        capacity.check(FatTree(12))
+
+
+def test_capacity_refuses_maps_beyond_a_quarter_of_free_memory(monkeypatch: pytest.MonkeyPatch,
+                                                                tmp_path: Path) -> None:
+    _backlog(monkeypatch, tmp_path, 131072)
+    monkeypatch.setattr(capacity, "available_memory_bytes", lambda: 200 * 2**20)
+    capacity.check(FatTree(4))
+    with pytest.raises(capacity.CapacityError, match="MiB of eBPF maps"):
+        capacity.check(FatTree(16))  # flow counters for every pair of 1,024 hosts: about 90 MiB
+
+
+def test_sampled_pairs_are_distinct_valid_and_seeded() -> None:
+    tree = FatTree(12)
+    a, b = sample_pairs(tree, 2000, 1), sample_pairs(tree, 2000, 1)
+    assert a == b and len(set(a)) == 2000
+    assert all(0 <= s < tree.n_hosts and 0 <= d < tree.n_hosts and s != d for s, d in a)
+    assert sample_pairs(tree, 2000, 2) != a
+    assert len(sample_pairs(FatTree(4), 10**6, 1)) == 16 * 15  # more than there are: every pair

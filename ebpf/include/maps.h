@@ -13,7 +13,7 @@
 /* ifindex => port_info */
 BPF_ARRAY(port_info, struct port_info, N_IFINDEX);
 /* ifindex => port_q (exact queue occupancy of that egress port) */
-BPF_ARRAY(port_q, struct port_q, N_IFINDEX);
+BPF_F_TABLE("array", int, struct port_q, port_q, N_IFINDEX, (1U << 10) /* BPF_F_MMAPABLE: read in place */);
 /* switch id => switch_cfg */
 BPF_ARRAY(switch_cfg, struct switch_cfg, N_SWITCHES);
 /* switch id * W + uplink slot => egress ifindex */

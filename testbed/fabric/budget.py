@@ -3,10 +3,15 @@ fabric within it (`--rate auto`).
 
 Every host packet costs the kernel a TBF timer, a veth hand-over and a
 program run at each hop, so two cores carry a bounded number of host packets
-per second faithfully, whatever the fabric's size. The budget is measured
-(packet_budget.json beside this module says where and how) and the auto rate
-spreads it over the hosts: hosts x rate / frame bits = budget, rounded down to
-two significant digits (k=4: 50 Mbit/s, k=12: 1.8 Mbit/s, k=16: 780 kbit/s).
+per second faithfully. The bound shrinks on large fabrics (thousands of
+ports and sender threads) and is larger where paths are shorter (a
+leaf-spine's four links against a fat tree's six), so it is measured per
+topology and size and stored beside this module (packet_budget.json says
+what each point is). The budget of a fabric is interpolated linearly in its
+number of hosts between measured sizes (held at the nearest beyond them),
+and the auto rate spreads it over the hosts: hosts x rate / frame bits =
+budget, rounded down to two significant digits (k=4: 50 Mbit/s, k=12:
+1.8 Mbit/s, k=16: 500 kbit/s, leaf-spine k=64: 300 kbit/s).
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import math
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
@@ -25,10 +31,27 @@ BUDGET_FILE = Path(__file__).with_name("packet_budget.json")
 
 
 @cache
-def host_packets_per_s() -> Fraction:
-    """Host packets per second of the measured configuration (exact, so that it gives back its own rate)."""
-    m = json.loads(BUDGET_FILE.read_text())
-    return Fraction(m["hosts"] * m["rate_bps"], 8 * m["frame_bytes"])
+def _measured() -> dict[str, Any]:
+    return dict(json.loads(BUDGET_FILE.read_text()))
+
+
+def points(kind: str) -> list[tuple[int, Fraction]]:
+    """(hosts, host packets per second) of the measured configurations of a topology, by size (exact)."""
+    m = _measured()
+    frame_bits = 8 * m["frame_bytes"]
+    return sorted((p["hosts"], Fraction(p["hosts"] * p["rate_bps"], frame_bits)) for p in m["measured"][kind])
+
+
+def host_packets_per_s(tree: FatTree) -> Fraction:
+    """The budget of this fabric: interpolated between the measured sizes of its topology."""
+    pts = points(tree.kind)
+    n = tree.n_hosts
+    if n <= pts[0][0]:
+        return pts[0][1]
+    for (h0, b0), (h1, b1) in zip(pts, pts[1:]):
+        if n <= h1:
+            return b0 + (b1 - b0) * Fraction(n - h0, h1 - h0)
+    return pts[-1][1]
 
 
 def round_down(bps: Fraction, digits: int = 2) -> int:
@@ -41,6 +64,6 @@ def round_down(bps: Fraction, digits: int = 2) -> int:
 
 def auto_rate_bps(tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False) -> int:
     """The line rate at which every host sending at line rate (with an ACK per packet, if `acks`) keeps the
-    fabric's host packets within the budget."""
-    per_host = host_packets_per_s() / tree.n_hosts / (2 if acks else 1)
+    fabric's host packets within its budget."""
+    per_host = host_packets_per_s(tree) / tree.n_hosts / (2 if acks else 1)
     return round_down(per_host * (payload + FRAME_OVERHEAD) * 8)

@@ -13,16 +13,25 @@ from testbed.fabric.reach import sample_pairs
 from testbed.topology import FatTree
 
 
-def test_auto_rate_spreads_the_measured_budget_over_the_hosts() -> None:
-    assert budget.auto_rate_bps(FatTree(4)) == 50_000_000  # the measured configuration gives its own rate back
-    assert budget.auto_rate_bps(FatTree(12)) == 1_800_000
-    assert budget.auto_rate_bps(FatTree(16)) == 780_000
-    assert budget.auto_rate_bps(FatTree(64, "tb", "leafspine")) == 390_000
+def test_auto_rate_gives_the_measured_configurations_their_own_rates_back() -> None:
+    for kind in ("fattree", "leafspine"):
+        for p in budget._measured()["measured"][kind]:
+            assert budget.auto_rate_bps(FatTree(p["k"], "tb", kind)) == p["rate_bps"], (kind, p)
     assert budget.auto_rate_bps(FatTree(4), acks=True) == 25_000_000  # an ACK per packet: twice the packets
-    for kind, k in (("fattree", 8), ("fattree", 12), ("leafspine", 32)):
+
+
+def test_auto_rate_between_measured_sizes_interpolates_the_budget() -> None:
+    for kind, k in (("fattree", 6), ("fattree", 8), ("fattree", 14), ("leafspine", 24), ("leafspine", 48)):
         tree = FatTree(k, "tb", kind)
+        pts = budget.points(kind)
+        lo = max(b for h, b in pts if h <= tree.n_hosts) if pts[0][0] <= tree.n_hosts else pts[0][1]
+        hi = min(b for h, b in pts if h >= tree.n_hosts) if pts[-1][0] >= tree.n_hosts else pts[-1][1]
+        b = budget.host_packets_per_s(tree)
+        assert min(lo, hi) <= b <= max(lo, hi)
         rate = budget.auto_rate_bps(tree)
-        assert tree.n_hosts * rate / (8 * 4154) <= budget.host_packets_per_s()
+        assert tree.n_hosts * rate / (8 * 4154) <= b  # within the budget
+        assert tree.n_hosts * rate / (8 * 4154) > 0.9 * b  # and not far below it
+    assert budget.auto_rate_bps(FatTree(14)) < budget.auto_rate_bps(FatTree(12))
 
 
 def test_round_down_keeps_two_significant_digits() -> None:

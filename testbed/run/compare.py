@@ -6,6 +6,7 @@ into one row per scheme (mean, standard error of the mean, worst case)."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,9 +62,15 @@ def row_of(r: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], out: Path) -> pd.DataFrame:
-    """Run every cell (into out/<scheme>-s<seed>) and write out/summary.csv."""
+    """Run every cell (into out/<scheme>-s<seed>) and write out/summary.csv (with each run's attempts, invalid
+    ones included, and wall time, retries included)."""
     out.mkdir(parents=True, exist_ok=True)
-    rows = [row_of(one(c, out / f"{c.config.label}-s{c.seed}")) for c in cells]
+    rows = []
+    for c in cells:
+        t0 = time.monotonic()
+        r = one(c, out / f"{c.config.label}-s{c.seed}")
+        rows.append({**row_of(r), "attempts": 1 + len(r.get("discarded_attempts") or []),
+                     "wall_s": time.monotonic() - t0})
     df = pd.DataFrame(rows)
     df.to_csv(out / "summary.csv", index=False)
     return df

@@ -10,7 +10,6 @@ import ctypes as ct
 import mmap
 import os
 import shutil
-from collections.abc import Iterator
 from typing import Any, Generic, TypeVar
 
 import numpy as np
@@ -198,26 +197,6 @@ class MapHandle(Generic[K, V]):
         if rc != 0 and ct.get_errno() != 2:  # ENOENT: the whole array fitted in this batch
             raise OSError(ct.get_errno(), "map batch lookup")
         return vals
-
-    def delete(self, key: int) -> None:
-        k = self.key_type(key)  # type: ignore[call-arg]
-        self._lib.bpf_delete_elem(self.fd, ct.byref(k))  # type: ignore[arg-type]
-
-    def keys(self) -> Iterator[int]:
-        k = self.key_type()
-        nxt = self.key_type()
-        first = True
-        while True:
-            rc = self._lib.bpf_get_next_key(self.fd, None if first else ct.byref(k), ct.byref(nxt))  # type: ignore[arg-type]
-            if rc != 0:
-                return
-            first = False
-            yield int(nxt.value)  # type: ignore[attr-defined]
-            ct.memmove(ct.byref(k), ct.byref(nxt), ct.sizeof(k))  # type: ignore[arg-type]
-
-    def clear(self) -> None:
-        for key in list(self.keys()):
-            self.delete(key)
 
     def close(self) -> None:
         if self.fd >= 0:

@@ -42,15 +42,13 @@ def cli(*args: str, timeout: float = 300, cwd: object = None) -> subprocess.Comp
 
 
 def require_valid(result: dict[str, Any]) -> None:
-    """Timing claims are only checked on runs the fidelity verdict trusts. A
-    run still invalid after its retries because the hypervisor took the CPUs
-    (steal time) says nothing about the testbed: the test is skipped, with
-    the reasons. Any other reason fails."""
-    import pytest
-
+    """Timing claims are only checked on runs the fidelity verdict trusts, and
+    an invalid run fails the test with its reasons (it is never skipped): the
+    timing tests run at half the machine's packet budget (TIMING_RATE_BPS) and
+    retry with the same seed, so a run that is still invalid says something
+    about the testbed, not only about a busy machine."""
     f = result["fidelity"]
-    if f["valid"]:
-        return
-    if any("hypervisor" in r for r in f["reasons"]):
-        pytest.skip("machine too noisy for a timing claim: " + "; ".join(f["reasons"]))
-    raise AssertionError("invalid run: " + "; ".join(f["reasons"]))
+    assert f["valid"], "invalid run: " + "; ".join(f["reasons"])
+
+
+TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (README, "Choosing the rate": pacing error < 0.5 %)

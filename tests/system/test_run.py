@@ -16,7 +16,7 @@ from testbed.dataplane.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run, run_valid
 
-from .helpers import require_valid
+from .helpers import TIMING_RATE_BPS, require_valid
 
 pytestmark = pytest.mark.root
 
@@ -26,7 +26,7 @@ ATTEMPTS = 6
 
 @pytest.fixture(scope="module")
 def fab() -> Iterator[Fabric]:
-    with Fabric(FabricSpec(k=4, prefix="tr")) as f:
+    with Fabric(FabricSpec(k=4, prefix="tr", rate_bps=TIMING_RATE_BPS)) as f:
         yield f
 
 

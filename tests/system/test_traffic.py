@@ -23,7 +23,7 @@ from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
 from testbed.run.experiment import RunParams, run
 
-from .helpers import cli, leftovers, require_valid
+from .helpers import TIMING_RATE_BPS, cli, leftovers, require_valid
 
 pytestmark = pytest.mark.root
 
@@ -214,7 +214,7 @@ def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> N
     assert over["fidelity"]["valid"] is False and over["fidelity"]["reasons"]
     assert "INVALID" in r.stderr
     assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
-    d = cli("demo", "--prefix", "to", "--retries", "5", cwd=tmp_path)
+    d = cli("demo", "--prefix", "to", "--retries", "5", "--rate", str(TIMING_RATE_BPS), cwd=tmp_path)
     assert d.returncode == 0, d.stderr
     for m in sorted((tmp_path / "results").glob("*/manifest.json")):
         require_valid(json.loads(m.read_text()))

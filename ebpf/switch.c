@@ -42,6 +42,12 @@ int switch_ingress(struct __sk_buff *skb)
         return TC_ACT_SHOT;
     }
     queue_sub(pi->peer_ifindex, skb->len, now);
+    if (pi->to_host) {
+        __u32 zero = 0;
+        struct run_cfg *rc = run_cfg.lookup(&zero);
+        if (rc)
+            queue_nic_depart(pi->peer_ifindex, skb->len, now, rc->nic_ps_per_byte);
+    }
 
     void *data = (void *)(long)skb->data;
     void *end = (void *)(long)skb->data_end;

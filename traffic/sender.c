@@ -4,7 +4,10 @@
  * (setns on /run/netns/NAME), opens one UDP socket per flow (bound to the
  * source address, connected to destination:4791, small SO_SNDBUF), waits on a
  * barrier with every other thread, then sends its flows round-robin, one
- * packet each, with blocking send(). The host NIC (egress TBF) does the
+ * packet each, with blocking send(). Start together: every thread sends its
+ * first packet, then yields until all threads have sent theirs, so that no
+ * thread fills its NIC queue while another has not started (16 threads on two
+ * cores would otherwise start up to a few ms apart). The host NIC (egress TBF) does the
  * pacing: send() blocks while the socket's send buffer is full.
  *
  * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
@@ -62,6 +65,8 @@ static pthread_barrier_t ready;
 static double deadline_s;
 static int sndbuf;
 static volatile int setup_failed;
+static int started;         /* threads that sent their first packet (or have none to send) */
+static int n_started_goal;  /* every thread */
 
 static double now_s(void)
 {
@@ -97,6 +102,17 @@ static int open_flow(struct flow *f)
     return 0;
 }
 
+/* once per thread, after its first packet: wait until every thread has sent its first */
+static void start_gate(int *gate)
+{
+    if (!*gate)
+        return;
+    *gate = 0;
+    __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < n_started_goal && now_s() < deadline_s)
+        sched_yield();
+}
+
 static void *run_group(void *arg)
 {
     struct group *g = arg;
@@ -122,9 +138,12 @@ static void *run_group(void *arg)
     }
     uint8_t *buf = calloc(1, maxlen + BTH_LEN + ICRC_LEN);
     pthread_barrier_wait(&ready);
-    if (setup_failed || !buf)
+    int gate = 1; /* until this thread's first packet is out */
+    if (setup_failed || !buf) {
+        start_gate(&gate);
+        free(buf);
         return NULL;
-
+    }
     for (uint32_t psn = 0;; psn++) {
         int active = 0;
         if (now_s() > deadline_s)
@@ -148,10 +167,12 @@ static void *run_group(void *arg)
                 f->packets++;
                 f->bytes += (uint64_t)rc;
             }
+            start_gate(&gate);
         }
         if (!active)
             break;
     }
+    start_gate(&gate); /* nothing to send: do not hold the others */
     free(buf);
     return NULL;
 }
@@ -226,6 +247,7 @@ int main(int argc, char **argv)
     }
     pthread_t *th = calloc(n_groups, sizeof(*th));
     pthread_barrier_init(&ready, NULL, n_groups);
+    n_started_goal = n_groups;
     deadline_s += now_s();
     pthread_attr_t attr;
     pthread_attr_init(&attr);

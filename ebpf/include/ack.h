@@ -12,7 +12,6 @@
 #include "parse.h"
 
 #define OPCODE_RC_ACK 0x11
-#define ACK_FRAME_BYTES 62  /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 AETH + 4 ICRC */
 
 struct tb_aeth {
     __u32 syndrome_msn;  /* syndrome(8) | MSN(24), network order */

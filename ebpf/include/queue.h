@@ -10,20 +10,34 @@
  * except when the loop gives up after 4 contended attempts. busy_since is a
  * plain store: a 0 -> 1 and a 1 -> 0 transition racing on two CPUs can
  * misplace one busy period's start by the length of the race.
+ * A raise that loses 4 races in a row gives up and counts itself in
+ * max_giveups, so a maximum that may be low is flagged, never silent.
+ *
+ * queue_nic_depart() is called once per frame a host NIC sends, when it
+ * reaches the edge switch, with the NIC's paced rate as ps per byte. It keeps
+ * the work a strictly periodic server of that rate would have left (Lindley:
+ * w = max(0, w + frame time - gap)), whose maximum minus one frame time is
+ * how far the NIC ran ahead of strict periodicity in any window; the longest
+ * gap between data frames (a stall); and the number of data frames sent back
+ * to back (less than half a frame time after the previous frame). A host's
+ * frames leave one TBF in order; two CPUs' softirqs racing on the same NIC
+ * can misorder a pair, which these plain stores then see as one short gap.
  */
 #pragma once
 #include "maps.h"
 
-static __always_inline void queue_raise_max(__u64 *slot, __u64 v)
+/* 0 when the maximum holds v (or more), 1 when it gave up */
+static __always_inline int queue_raise_max(__u64 *slot, __u64 v)
 {
 #pragma unroll
     for (int i = 0; i < 4; i++) {
         __u64 cur = *(volatile __u64 *)slot;
         if (v <= cur)
-            return;
+            return 0;
         if (__sync_val_compare_and_swap(slot, cur, v) == cur)
-            return;
+            return 0;
     }
+    return 1;
 }
 
 static __always_inline void queue_set_once(__u64 *slot, __u64 v)
@@ -49,8 +63,8 @@ static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
     __sync_fetch_and_add(&q->tx_bytes, len);
     queue_set_once(&q->first_tx_ns, now);
     q->last_tx_ns = now;
-    queue_raise_max(&q->max_pkts, p);
-    queue_raise_max(&q->max_bytes, b);
+    if (queue_raise_max(&q->max_pkts, p) | queue_raise_max(&q->max_bytes, b))
+        __sync_fetch_and_add(&q->max_giveups, 1);
 }
 
 static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
@@ -67,4 +81,29 @@ static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
     __sync_fetch_and_add(&q->rx_bytes, len);
     queue_set_once(&q->first_rx_ns, now);
     q->last_rx_ns = now;
+}
+
+static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now, __u32 ps_per_byte)
+{
+    struct port_q *q = port_q.lookup(&ifindex);
+    if (!q || !ps_per_byte)
+        return;
+    __u64 frame_ns = len * ps_per_byte / 1000;
+    __u64 last = q->nic_last_ns;
+    __u64 gap = last && now > last ? now - last : 0;
+    __u64 w = last ? q->nic_work_ns : 0;
+    w = w > gap ? w - gap : 0;
+    w += frame_ns;
+    q->nic_work_ns = w;
+    q->nic_last_ns = now;
+    if (w > q->nic_work_max_ns)
+        q->nic_work_max_ns = w;
+    if (len <= ACK_FRAME_BYTES)
+        return;
+    if (last && gap * 2 < frame_ns)
+        __sync_fetch_and_add(&q->nic_b2b, 1);
+    __u64 last_data = q->nic_last_data_ns;
+    if (last_data && now > last_data && now - last_data > q->nic_gap_max_ns)
+        q->nic_gap_max_ns = now - last_data;
+    q->nic_last_data_ns = now;
 }

@@ -90,6 +90,14 @@ struct port_q {
     __u64 busy_ns;      /* time with at least one packet in the queue */
     __u64 busy_since;   /* start of the current busy period */
     __u64 busy_periods;
+    __u64 max_giveups;  /* raises of max_pkts/max_bytes that lost 4 compare-and-swap races: the maxima may be low */
+    /* Host NIC departures (filled only for a host's NIC queue, at its edge switch's ingress): */
+    __u64 nic_last_ns;      /* previous departure */
+    __u64 nic_work_ns;      /* work of a strictly periodic server at the paced rate, left after this departure */
+    __u64 nic_work_max_ns;  /* its maximum: (max - one frame time) / frame time = frames beyond periodicity */
+    __u64 nic_last_data_ns; /* previous data frame (bigger than an ACK) */
+    __u64 nic_gap_max_ns;   /* longest gap between two data frames */
+    __u64 nic_b2b;          /* data frames that left less than half a frame time after the previous frame */
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */
@@ -113,8 +121,10 @@ struct ack_rx {
 /* Run-wide settings: run_cfg[0]. */
 struct run_cfg {
     __u32 acks;         /* 1: receivers answer every data packet with an ACK */
-    __u32 pad;
+    __u32 nic_ps_per_byte; /* host NICs' paced rate as picoseconds per byte (0: no NIC accounting) */
 };
+
+#define ACK_FRAME_BYTES 62  /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 AETH + 4 ICRC */
 
 /* Counter indices: counters[i]. */
 #define CNT_NO_ROUTE   0   /* destination unknown: dropped */

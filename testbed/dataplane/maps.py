@@ -52,7 +52,8 @@ class PortQ(ct.Structure):
     _fields_ = [(n, u64) for n in (
         "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
         "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
-        "busy_periods")]
+        "busy_periods", "max_giveups", "nic_last_ns", "nic_work_ns", "nic_work_max_ns", "nic_last_data_ns", "nic_gap_max_ns",
+        "nic_b2b")]
 
 
 PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # PortQ as numpy sees it: every field a u64
@@ -67,7 +68,7 @@ class AckRx(ct.Structure):
 
 
 class RunCfg(ct.Structure):
-    _fields_ = [("acks", u32), ("pad", u32)]
+    _fields_ = [("acks", u32), ("nic_ps_per_byte", u32)]
 
 
 CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW = range(7)

@@ -38,6 +38,7 @@ DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing 
 DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
+NIC_BUCKET_FRAMES = 1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (README, "Fidelity")
 
 
 def netns_threads(n_namespaces: int) -> int:
@@ -78,6 +79,11 @@ class FabricSpec:
     @property
     def burst(self) -> int:
         return self.burst_bytes or DEFAULT_BURST_FRAMES * (self.mtu + ETH_HLEN)
+
+    @property
+    def nic_burst(self) -> int:
+        """The host NICs' bucket during a run: NIC_BUCKET_FRAMES maximum-size frames (or `burst`, if smaller)."""
+        return min(self.burst, round(NIC_BUCKET_FRAMES * (self.mtu + ETH_HLEN)))
 
     def tree(self) -> FatTree:
         return FatTree(self.k, self.prefix, self.topology)
@@ -324,12 +330,22 @@ class Fabric:
         self._claimed = False
 
 
-def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int) -> None:
-    """Re-pace every host NIC (its egress TBF) to `rate_bps`."""
+NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (see README, "Fidelity": strictly periodic NICs)
+
+
+def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,
+                  peak_ratio: float | None = None) -> None:
+    """Re-pace every host NIC (its egress TBF) to `rate_bps`. With a
+    `frame_bytes`, the NIC also gets a peak-rate bucket of one frame at
+    `peak_ratio` x the rate: a NIC served late catches up at that rate, never
+    by sending two frames back to back."""
+    ratio = NIC_PEAK_RATIO if peak_ratio is None else peak_ratio
+    peak = int(rate_bps * ratio) if frame_bytes and ratio > 1 else 0
     for h in tree.hosts:
         p = tree.host_port(h.name)
         with netns.entered(tree.ns(h.name)), Netlink() as nl:
-            nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True)])
+            nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True, peak_bps=peak,
+                                      peak_burst_bytes=frame_bytes if peak else 0)])
 
 
 def _inside_new_namespace() -> tuple[Netlink, socket.socket]:

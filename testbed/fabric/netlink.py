@@ -44,7 +44,7 @@ RTNH_F_ONLINK = 4
 NDA_DST, NDA_LLADDR = 1, 2
 NUD_PERMANENT = 0x80
 TCA_KIND, TCA_OPTIONS = 1, 2
-TCA_TBF_PARMS, TCA_TBF_BURST = 1, 6
+TCA_TBF_PARMS, TCA_TBF_BURST, TCA_TBF_PBURST = 1, 6, 7
 TCA_BPF_FD, TCA_BPF_NAME, TCA_BPF_FLAGS = 6, 7, 8
 TCA_BPF_FLAG_ACT_DIRECT = 1
 TC_H_ROOT = 0xFFFFFFFF
@@ -140,19 +140,27 @@ def tc_handle(major: int, minor: int) -> int:
     return ((major & 0xFFFF) << 16) | (minor & 0xFFFF)
 
 
-def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, change: bool = False) -> Request:
+def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, change: bool = False,
+              peak_bps: int = 0, peak_burst_bytes: int = 0) -> Request:
     """Root TBF: `rate_bps` in bits/s, burst and limit in bytes (limit makes a
-    bfifo child). `change=True` modifies the existing TBF in place."""
+    bfifo child). `change=True` modifies the existing TBF in place. A peak rate
+    (above `rate_bps`) with a one-frame `peak_burst_bytes` adds the second
+    bucket: no two frames leave closer than one frame at the peak rate."""
     rate_Bps = rate_bps // 8
     if not 0 < rate_Bps < 2**32:
         raise ValueError(f"rate {rate_bps} bit/s out of range for tc_ratespec")
+    if peak_bps and not (rate_Bps < peak_bps // 8 < 2**32 and peak_burst_bytes > 0):
+        raise ValueError(f"peak rate {peak_bps} bit/s must exceed the rate {rate_bps} bit/s, with a peak burst")
     # struct tc_ratespec: cell_log u8, linklayer u8, overhead u16, cell_align s16, mpu u16, rate u32
     ratespec = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, 0, 0, 0, rate_Bps)
-    peak = struct.pack("=BBHhHI", 0, 0, 0, 0, 0, 0)
-    # buffer (ticks) is recomputed by the kernel from TCA_TBF_BURST; give a sane value anyway
+    peak = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET if peak_bps else 0, 0, 0, 0, peak_bps // 8)
+    # buffer and mtu (ticks) are recomputed by the kernel from TCA_TBF_BURST/PBURST; give sane values anyway
     buffer_ticks = int(burst_bytes * 1e6 / rate_Bps) * 64  # psched ticks are 1/64 us
-    qopt = ratespec + peak + struct.pack("=III", limit_bytes, buffer_ticks, 0)
+    mtu_ticks = int(peak_burst_bytes * 1e6 / (peak_bps // 8)) * 64 if peak_bps else 0
+    qopt = ratespec + peak + struct.pack("=III", limit_bytes, buffer_ticks, mtu_ticks)
     opts = attr(TCA_TBF_PARMS, qopt) + attr_u32(TCA_TBF_BURST, burst_bytes)
+    if peak_bps:
+        opts += attr_u32(TCA_TBF_PBURST, peak_burst_bytes)
     body = _TCMSG.pack(0, index, tc_handle(1, 0), TC_H_ROOT, 0) + attr_str(TCA_KIND, "tbf") + attr(
         TCA_OPTIONS, opts)
     return Request(RTM_NEWQDISC, 0 if change else NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")

@@ -34,6 +34,10 @@ class PortSample:
     last_tx_ns: int
     busy_ns: int = 0
     busy_periods: int = 0
+    max_giveups: int = 0
+    nic_work_max_ns: int = 0  # host NIC queues only: see ebpf/include/queue.h, queue_nic_depart
+    nic_gap_max_ns: int = 0
+    nic_b2b: int = 0
 
 
 @dataclass(frozen=True)
@@ -64,16 +68,18 @@ def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int
 
 
 def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
-                      burst_bytes: int, ack_frame_bytes: int = 0) -> float:
+                      burst_bytes: int, ack_frame_bytes: int = 0, nic_burst_bytes: int | None = None) -> float:
     """No collective can finish sooner: each host's NIC (a token bucket of
     `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
     time t, and each host's last link (a token bucket at line rate) delivers at
     most as much. A TBF with tokens releases a packet at once, so an emulated
     hop adds no serialisation delay of its own: the bound has no per-hop term
     (see the README, "Measurements"). The same bound serves every
-    workload (the paper uses naive bounds beyond permutations)."""
+    workload (the paper uses naive bounds beyond permutations). The NICs'
+    bucket is `nic_burst_bytes` (default: the links' `burst_bytes`)."""
     sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
-    send_s = max(max(0, b - burst_bytes) * 8 / host_rate_bps for b in sent.values())
+    nic_burst = burst_bytes if nic_burst_bytes is None else nic_burst_bytes
+    send_s = max(max(0, b - nic_burst) * 8 / host_rate_bps for b in sent.values())
     recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
     return max(send_s, recv_s)
 
@@ -168,18 +174,60 @@ MIN_PKTS_PER_BUSY_PERIOD = 20
 
 def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, burst_bytes: int,
                       host_rate_bps: int) -> dict[str, float]:
-    """For ports that stayed busy (on average >= 20 packets per busy period):
-    achieved / configured rate while busy, (bytes - burst) / (rate x busy
-    time). A TBF that keeps up delivers rate x T bytes in a busy time T, plus
-    the tokens it starts with (one burst; a short idle gap refills a little
-    more, which can only raise the ratio). A ratio below 1 means the kernel
-    dequeued late and the emulated link lost capacity."""
+    """For every port that carried traffic: achieved / configured rate while
+    busy. A TBF that keeps up delivers rate x T bytes in a busy time T, plus
+    the tokens it starts a busy period with (at most one burst). On a port that
+    stayed busy (>= 20 packets per busy period on average) the ratio is (bytes
+    - burst) / (rate x busy time); on a port with short busy periods (every
+    switch link under Ofan) the tokens are not removed, bytes / (rate x busy
+    time): each short period is then at least its serialisation time shorter
+    than its work, so a faithful port reads well above 1 and only a port whose
+    dequeues came late, in total by more than its tokens, reads below. A ratio
+    below 1 means the kernel dequeued late and the emulated link lost capacity."""
     out = {}
     for p in tree.ports:
         s = ports[p.ifindex]
-        if s.busy_periods == 0 or s.busy_ns <= 0 or s.rx_pkts < MIN_PKTS_PER_BUSY_PERIOD * s.busy_periods:
+        if s.busy_periods == 0 or s.busy_ns <= 0 or s.rx_pkts == 0:
             continue
         rate = host_rate_bps if p.stage is Stage.HOST_EDGE else rate_bps
-        achieved = max(0, s.rx_bytes - burst_bytes) * 8 / (s.busy_ns / 1e9)
-        out[p.label] = achieved / rate
+        long_periods = s.rx_pkts >= MIN_PKTS_PER_BUSY_PERIOD * s.busy_periods
+        work = max(0, s.rx_bytes - burst_bytes) if long_periods else s.rx_bytes
+        out[p.label] = work * 8 / (s.busy_ns / 1e9) / rate
     return out
+
+
+def _source_ports(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample]) -> dict[str, PortSample]:
+    out = {}
+    for src in sorted({f.src for f in flows}):
+        host = tree.hosts[src]
+        out[host.name] = ports[tree.host_port(host.name).ifindex]
+    return out
+
+
+def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample]) -> int:
+    """Spread of the sending NICs' first frames (their arrival at the edge
+    switch): 0 when every sender started at the same instant."""
+    firsts = [s.first_rx_ns for s in _source_ports(tree, flows, ports).values() if s.first_rx_ns]
+    return max(firsts) - min(firsts) if firsts else 0
+
+
+def packet_time_ns(pk: Packetizer, host_rate_bps: int) -> float:
+    """One full data frame at the paced host rate."""
+    return pk.frame_len(pk.payload) * 8e9 / host_rate_bps
+
+
+def nic_periodicity(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
+                    host_rate_bps: int) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
+    """Per sending host, in full data frames at the paced rate: how far its NIC
+    ran ahead of a strictly periodic source in its worst window (the kernel's
+    periodic-server work maximum minus one frame), its longest gap between two
+    data frames minus one packet time (a stall), and its frames sent back to back."""
+    t = packet_time_ns(pk, host_rate_bps)
+    burst, stall, b2b = {}, {}, {}
+    for name, s in _source_ports(tree, flows, ports).items():
+        if s.rx_pkts < 2:
+            continue
+        burst[name] = max(0.0, (s.nic_work_max_ns - t) / t)
+        stall[name] = max(0.0, (s.nic_gap_max_ns - t) / t)
+        b2b[name] = s.nic_b2b
+    return burst, stall, b2b

@@ -29,7 +29,7 @@ from ..dataplane import control, switches
 from ..dataplane.maps import Maps, RunCfg
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import links, netns, state
-from ..fabric.build import Fabric, host_rate_bps, set_host_rate
+from ..fabric.build import ETH_HLEN, NIC_PEAK_RATIO, Fabric, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
@@ -79,7 +79,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     host_rate = host_rate_bps(spec.rate_bps, pace)
     started_at = datetime.now(timezone.utc).isoformat()
 
-    set_host_rate(tree, host_rate, spec.burst, spec.buffer_bytes)
+    set_host_rate(tree, host_rate, spec.nic_burst, spec.buffer_bytes, frame_bytes=spec.mtu + ETH_HLEN)
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -88,21 +88,23 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     configs = switches.current_schemes(maps, tree)
     labels = {c.label for c in configs.values()}
     scheme_label = labels.pop() if len(labels) == 1 else "mixed"
-    maps.run_cfg.set(0, RunCfg(acks=int(p.acks)))
+    maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate)))
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
-    bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes)
+    bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
+                                      nic_burst_bytes=spec.nic_burst)
     bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
-                                           spec.burst, ack_frame_bytes=ack_bytes)
+                                           spec.burst, ack_frame_bytes=ack_bytes, nic_burst_bytes=spec.nic_burst)
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
         run_dir = results.RunDir(out_dir, {
             "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
-                       "burst_bytes": spec.burst, "buffer_bytes": spec.buffer_bytes},
+                       "burst_bytes": spec.burst, "nic_burst_bytes": spec.nic_burst,
+                       "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:
@@ -164,13 +166,13 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline)
-        _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
+        drained = _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
     finally:
         sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
-    cpu_busy, cpu_steal = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0)
+    cpu_busy, cpu_steal, cpu_busiest = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0)
 
     ports = collector.read_ports(maps, tree)
     max_fid = max(f.fid for f in flows)
@@ -191,10 +193,11 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     t_last = max(ends, default=0)
     cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
     queues = metrics.port_queues(tree, ports, cct_ns)
+    counters = {n: cnt1[n] - cnt0.get(n, 0) for n in cnt1}
     drops = {
         "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
         "softnet": soft1 - soft0,
-        "switch": sum(cnt1[n] - cnt0.get(n, 0) for n in cnt1 if n != "unreachable"),
+        "switch": sum(v for n, v in counters.items() if n != "unreachable"),  # the data plane's error paths
         # routed toward a link before it failed, dropped by the first switch without a route (or, with
         # hosts cut off, sent to an unreachable destination)
         "unreachable": cnt1["unreachable"] - cnt0.get("unreachable", 0),
@@ -203,9 +206,17 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     }
     received = sum(r.pkts for r in rx.values())
     acks_received = sum(int(a.acks) for a in acks.values())
-    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, spec.burst)
+    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, spec.nic_burst)
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
-    verdict = fidelity.verdict(pacing, service, drops["softnet"], cpu_busy, cpu_steal, sampler.rate_hz)
+    burst, stall, b2b = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
+    planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
+    losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures"))
+    delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
+                                 drops["softnet"] + drops["switch"], drained)
+    verdict = fidelity.verdict(fidelity.Evidence(
+        pacing, service, metrics.start_skew_ns(tree, flows, ports) / 1e9,
+        metrics.packet_time_ns(pk, host_rate) / 1e9, burst, stall, b2b, delivery, drops["softnet"], cpu_busy,
+        cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()), sampler.rate_hz))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
@@ -239,7 +250,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         cct_lower_bound_fault_free_s=bound_ff,
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
-        drops=sum(drops.values()), drops_detail=drops, queues=metrics.stage_queues(queues), overload=overload,
+        drops=sum(drops.values()), drops_detail=drops, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
         utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
         ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
         out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
@@ -276,7 +287,7 @@ def _manifest_summary(r: Result) -> dict[str, Any]:
         n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
         k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
                                    "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received",
-                                   "drops", "drops_detail", "queues", "overload", "utilisation")}}
+                                   "drops", "drops_detail", "switch_counters", "queues", "overload", "utilisation")}}
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
@@ -290,15 +301,16 @@ def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) ->
             "stages": pd.DataFrame(stage_rows)}
 
 
-def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> None:
+def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> bool:
+    """Wait until every packet and ACK arrived (True) or nothing arrived for DRAIN_IDLE_S (False)."""
     last, last_change = (-1, -1), time.monotonic()
     while True:
         got, got_acks = collector.received(maps)
         if got >= expected and got_acks >= expected_acks:
-            return
+            return True
         now = time.monotonic()
         if (got, got_acks) != last:
             last, last_change = (got, got_acks), now
         elif now - last_change > DRAIN_IDLE_S:
-            return
+            return False
         time.sleep(0.005)

@@ -109,6 +109,8 @@ class Result:
     acks_received: int
     drops: int
     drops_detail: dict[str, int]
+    switch_counters: dict[str, int]  # the data plane's counters over the run, by name (drops_detail["switch"] sums
+    # all but "unreachable")
     queues: dict[str, dict[str, float]]
     overload: dict[str, float]
     utilisation: float

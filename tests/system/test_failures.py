@@ -102,7 +102,8 @@ def test_random_failures_paced_at_rho_max() -> None:
         rho = res["rho_max"]
         assert rho["paced"] and 0 < rho["rho_max"] < 1 and sorted(rho["failed_links"]) == sorted(ev["failed"])
         assert res["host_rate_bps"] == int(round(rho["rho_max"] * res["rate_bps"]))
-        assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], res["drops_detail"]
+        assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], (res["drops_detail"],
+                                                                                  res["switch_counters"])
         assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02
         print(f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
               f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "

@@ -14,7 +14,10 @@
  *         + payload bytes + 4-byte ICRC trailer.
  *
  * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD
- * argv: deadline_s sndbuf_bytes
+ * argv: deadline_s sndbuf_bytes [fault]
+ * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
+ * sender thread of the G-th source namespace US microseconds after the
+ * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet.
  * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS NOROUTE
  * (NOROUTE is 1 when the source host had no route to the destination, its
  * NIC or its only link being down: such a flow sends nothing).
@@ -57,6 +60,7 @@ struct flow {
 struct group {            /* the flows of one source namespace */
     struct flow **flows;
     int n;
+    int index;
 };
 
 static struct flow *flows;
@@ -67,6 +71,14 @@ static int sndbuf;
 static volatile int setup_failed;
 static int started;         /* threads that sent their first packet (or have none to send) */
 static int n_started_goal;  /* every thread */
+static struct { char kind; int group; unsigned long after, us; } fault = {.group = -1};
+
+static void sleep_us(unsigned long us)
+{
+    struct timespec ts = {.tv_sec = us / 1000000, .tv_nsec = (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
 
 static double now_s(void)
 {
@@ -139,6 +151,12 @@ static void *run_group(void *arg)
     uint8_t *buf = calloc(1, maxlen + BTH_LEN + ICRC_LEN);
     pthread_barrier_wait(&ready);
     int gate = 1; /* until this thread's first packet is out */
+    int faulty = g->index == fault.group;
+    unsigned long sent = 0;
+    if (faulty && fault.kind == 'l') {
+        start_gate(&gate); /* a late sender does not hold the others */
+        sleep_us(fault.us);
+    }
     if (setup_failed || !buf) {
         start_gate(&gate);
         free(buf);
@@ -168,6 +186,8 @@ static void *run_group(void *arg)
                 f->bytes += (uint64_t)rc;
             }
             start_gate(&gate);
+            if (faulty && fault.kind == 's' && ++sent == fault.after)
+                sleep_us(fault.us);
         }
         if (!active)
             break;
@@ -179,8 +199,13 @@ static void *run_group(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES < flows\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US] < flows\n");
+        return 2;
+    }
+    if (argc == 4 && !(sscanf(argv[3], "late:%d:%lu", &fault.group, &fault.us) == 2 && (fault.kind = 'l')) &&
+        !(sscanf(argv[3], "stall:%d:%lu:%lu", &fault.group, &fault.after, &fault.us) == 3 && (fault.kind = 's'))) {
+        fprintf(stderr, "testbed-sender: bad fault %s\n", argv[3]);
         return 2;
     }
     /* die with the process that started us: an orphan would send into the next run */
@@ -240,6 +265,7 @@ int main(int argc, char **argv)
     for (int g = 0; g < n_groups; g++) {
         groups[g].flows = calloc(groups[g].n, sizeof(struct flow *));
         groups[g].n = 0;
+        groups[g].index = g;
     }
     for (int i = 0; i < n_flows; i++) {
         struct group *gr = &groups[group_of[i]];

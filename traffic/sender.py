@@ -90,9 +90,13 @@ class SendReport:
 class Senders:
     """The senders of one collective."""
 
-    def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0) -> None:
-        """`hosts[i]` is host id i of the flows."""
+    def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
+                 fault: str | None = None) -> None:
+        """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
+        fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
+        counting source hosts in order of their first flow."""
         self.seed = seed
+        self.fault = fault
         self.hosts = hosts
         self.flows = flows
         self.packetizer = packetizer
@@ -108,7 +112,8 @@ class Senders:
 
     def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:
         """Send every flow once; `on_start(pid)` is called with the sender's PID."""
-        proc = subprocess.Popen([str(self.binary), f"{timeout_s:.3f}", str(SNDBUF_BYTES)], stdin=subprocess.PIPE,
+        argv = [str(self.binary), f"{timeout_s:.3f}", str(SNDBUF_BYTES)] + ([self.fault] if self.fault else [])
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         on_start(proc.pid)
         try:

@@ -51,6 +51,7 @@ class WorkloadSpec:
     matrix: str | None = None  # MoE: path of an n x n CSV or NPY matrix of bytes
     hot_factor: float = 1.5
     eplb_replicas: int = 1
+    order: str = "staggered"  # all-to-all, moe: the order in which each host serves its destinations
 
     def __post_init__(self) -> None:
         if self.name not in WORKLOADS:
@@ -63,8 +64,25 @@ class WorkloadSpec:
             raise WorkloadError(f"stride must be >= 1, got {self.stride}")
         if self.hot_factor < 1:
             raise WorkloadError(f"hot-receiver factor must be >= 1, got {self.hot_factor}")
+        if self.order not in ORDERS:
+            raise WorkloadError(f"unknown order {self.order!r} (choose from {', '.join(ORDERS)})")
         if self.eplb_replicas < 1:
             raise WorkloadError(f"EPLB replicas must be >= 1, got {self.eplb_replicas}")
+
+
+ORDERS = ("staggered", "sorted")
+
+
+def destinations(s: int, n: int, order: str) -> list[int]:
+    """The order in which host s serves its n - 1 destinations (its sender
+    round-robins over its flows in this order). "staggered": s+1, s+2, ...
+    mod n, as pairwise-exchange collectives do, so at every round-robin step
+    each host has a different receiver. "sorted": 0, 1, ..., n-1, so at every
+    step all hosts aim at the same receiver: an incast the paper's collectives
+    do not have, kept for comparison."""
+    if order == "sorted":
+        return [d for d in range(n) if d != s]
+    return [(s + i) % n for i in range(1, n)]
 
 
 def derangement(n: int, rng: random.Random) -> list[int]:
@@ -154,7 +172,7 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
             perm = derangement(n, rng)
         return _flows([(i, d, size) for i, d in enumerate(perm)])
     if spec.name == "all-to-all":
-        return _flows([(s, d, size) for s in range(n) for d in range(n) if s != d])
+        return _flows([(s, d, size) for s in range(n) for d in destinations(s, n, spec.order)])
     if spec.name in ("ring", "fsdp", "stride"):
         step = spec.gpus_per_server if spec.name != "stride" else (spec.stride or hosts_per_pod)
         if step % n == 0:
@@ -163,7 +181,7 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
     if spec.name == "moe":
         m = load_matrix(spec.matrix, n) if spec.matrix else moe_matrix(n, size, rng, spec.hot_factor,
                                                                        spec.eplb_replicas)
-        return _flows([(s, d, m[s][d]) for s in range(n) for d in range(n)])
+        return _flows([(s, d, m[s][d]) for s in range(n) for d in destinations(s, n, spec.order)])
     # incast
     if not 1 <= spec.fan_in < n:
         raise WorkloadError(f"fan-in must be in [1, {n - 1}], got {spec.fan_in}")

@@ -5,7 +5,10 @@
  * class cls) at switch sw and returns a valid uplink slot (bit set in `mask`,
  * never 0 here): a pointer value that maps to an invalid uplink is skipped
  * and the pointer advanced again (paper section 4.1, failures), so each
- * valid uplink still gets one packet per round.
+ * valid uplink still gets one packet per round. A CPU whose W tries on a
+ * shared pointer all drew invalid uplinks (other CPUs took the values in
+ * between) falls back to a valid uplink drawn from the last value: rare,
+ * and never a failed link (it once sent 1 packet of 4,096 into one).
  * Pointer id = d + n_keys * cls. The pointer value i = old mod W is mapped to
  * a slot by port(i) = (xor_w(P[i], id1) + id2) mod W with id1 = the low
  * B_BITS bits of id, id2 = (id >> B_BITS) mod W and P = ofan_basis.
@@ -20,6 +23,7 @@
  */
 #pragma once
 #include "maps.h"
+#include "lb_mask.h"
 
 static __always_inline __u32 lb_ofan_port(__u64 ptr_value, __u32 id)
 {
@@ -55,9 +59,12 @@ static __always_inline __u32 lb_rotate(__u64 *ptr, int shared, int perm, __u32 i
         }
         port = perm ? lb_ofan_port(old, id) : old % W;
         if ((mask >> port) & 1)
-            break;
+            return port;
     }
-    return port;
+    /* Only a shared pointer gets here: other CPUs took the values between our
+     * W tries, and every one we drew was invalid. Never send into a failed
+     * link: take a valid uplink drawn from the pointer value instead. */
+    return lb_mask_draw(mask, port);
 }
 
 static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from traffic.packet import DEFAULT_PAYLOAD
-from traffic.workloads import WORKLOADS
+from traffic.workloads import ORDERS, WORKLOADS
 
 from ..dataplane.schemes import Scheme, SchemeConfig
 from ..fabric import state
@@ -44,6 +44,8 @@ def add_run(sub: Any) -> None:
     run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
     run.add_argument("--hot-factor", type=float, default=1.5, help="moe: busiest receiver gets F x the mean (default 1.5)")
     run.add_argument("--eplb", type=args.positive_int, default=1, help="moe: spread the hot receiver over R replicas")
+    run.add_argument("--order", choices=ORDERS, default="staggered",
+                     help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
@@ -92,7 +94,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
     return RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
-                     hot_factor=a.hot_factor, eplb_replicas=a.eplb, events=a.events,
+                     hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max")
 
 

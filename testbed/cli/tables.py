@@ -62,11 +62,12 @@ def status_table(st: dict[str, Any]) -> Table:
 
 def summary_table(summary: Any, title: str) -> Table:
     t = Table(title=title)
-    for col, just in (("scheme", "left"), ("runs (valid)", "right"), ("CCT increase, mean +- SEM", "right"),
+    for col, just in (("scheme", "left"), ("runs (valid)", "right"), ("CCT increase of valid runs, mean +- SEM", "right"),
                       ("max switch queue (pkts)", "right"), ("drops", "right")):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for _, r in summary.iterrows():
-        t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})",
-                  f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %",
+        mean = ("no valid run" if r["valid"] == 0 else
+                f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %")
+        t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})", mean,
                   str(r["max_queue_pkts"]), str(r["drops"]))
     return t

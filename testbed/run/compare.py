@@ -78,14 +78,17 @@ def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], o
 
 def compare_summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per scheme, in the order first seen: mean and SEM of the CCT
-    increase, worst max queue, runs, valid runs."""
+    increase over its valid runs only (NaN when none is valid), worst max
+    queue and drops over the valid runs, runs, valid runs and how many
+    invalid runs were left out."""
     rows = []
     for scheme in dict.fromkeys(df["scheme"]):
-        d = df[df["scheme"] == scheme]
+        every = df[df["scheme"] == scheme]
+        d = every[every["valid"].astype(bool)]
         n = len(d)
         inc = d["cct_increase"]
         sem = float(inc.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-        rows.append({"scheme": scheme, "runs": n, "valid": int(d["valid"].sum()),
-                     "cct_increase_mean": float(inc.mean()), "cct_increase_sem": sem,
-                     "max_queue_pkts": int(d["max_queue_pkts"].max()), "drops": int(d["drops"].sum())})
+        rows.append({"scheme": scheme, "runs": len(every), "valid": n, "left_out": len(every) - n,
+                     "cct_increase_mean": float(inc.mean()) if n else math.nan, "cct_increase_sem": sem,
+                     "max_queue_pkts": int(d["max_queue_pkts"].max()) if n else 0, "drops": int(d["drops"].sum())})
     return pd.DataFrame(rows)

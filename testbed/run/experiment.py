@@ -79,7 +79,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     host_rate = host_rate_bps(spec.rate_bps, pace)
     started_at = datetime.now(timezone.utc).isoformat()
 
-    set_host_rate(tree, host_rate, spec.nic_burst, spec.buffer_bytes, frame_bytes=spec.mtu + ETH_HLEN)
+    if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
+        set_host_rate(tree, host_rate, 8 * (spec.mtu + ETH_HLEN), spec.buffer_bytes)
+    else:
+        set_host_rate(tree, host_rate, spec.nic_burst, spec.buffer_bytes, frame_bytes=spec.mtu + ETH_HLEN)
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -165,7 +168,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     cpu0 = fidelity.CpuTimes.now()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
-        sent = _send(fab, flows, pk, p.seed, bound, timeline)
+        sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None)
         drained = _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
@@ -264,7 +267,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
 
 
 def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
-          timeline: faults.Timeline) -> SendReport:
+          timeline: faults.Timeline, fault: str | None) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -274,7 +277,7 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        return Senders(endpoints(fab.tree), flows, pk, seed).run(timeout_s=10 * bound + 10, on_start=started)
+        return Senders(endpoints(fab.tree), flows, pk, seed, fault).run(timeout_s=10 * bound + 10, on_start=started)
     finally:
         for pid in pids:
             state.record_pid(prefix, pid, add=False)

@@ -3,6 +3,7 @@ reports (`Result`: the fields of `testbed run --json`, in that order)."""
 
 from __future__ import annotations
 
+import re
 import resource
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -12,6 +13,8 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 from ..dataplane.compile import Dims
 from ..dataplane.schemes import Scheme
 from ..topology import FatTree
+
+INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|nic-burst")
 
 
 class RunError(ValueError):
@@ -36,8 +39,13 @@ class RunParams:
     matrix: str | None = None
     hot_factor: float = 1.5
     eplb_replicas: int = 1
+    order: str = "staggered"  # all-to-all, moe: traffic.workloads.destinations
     events: str | None = None  # timeline of link faults (testbed.run.faults), applied during the run
     pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
+    # A fault injected on purpose, for the tests of the fidelity verdict only: "late:G:US" (the G-th sending
+    # host starts US us late), "stall:G:N:US" (it sleeps US us after N packets), "nic-burst" (host NICs get an
+    # 8-frame bucket and no peak rate).
+    inject: str | None = None
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -46,13 +54,16 @@ class RunParams:
             raise RunError(f"fan-in must be >= 1, got {self.fan_in}")
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
+        if self.inject is not None and not INJECT.fullmatch(self.inject):
+            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US or nic-burst)")
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
         self.workload_spec()  # validates the workload's own parameters
 
     def workload_spec(self) -> WorkloadSpec:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
-                            self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas)
+                            self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas,
+                            self.order)
 
     def flows(self, tree: FatTree) -> list[Flow]:
         """The workload's flows on `tree`; a RunError if the fabric cannot carry them (see check_flows)."""

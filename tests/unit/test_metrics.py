@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import math
+
 import pytest
 
 from testbed.dataplane.maps import signed
@@ -104,8 +106,13 @@ def test_compare_parsing_and_summary() -> None:
     df = pd.DataFrame([{"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
                        {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
                        {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0}])
+    df.loc[len(df)] = {"scheme": "a", "cct_increase": 0.2, "max_queue_pkts": 4, "valid": True, "drops": 0}
+    df.loc[len(df)] = {"scheme": "c", "cct_increase": 0.5, "max_queue_pkts": 9, "valid": False, "drops": 0}
     s = compare_summary(df).set_index("scheme")
-    assert s.loc["a", "cct_increase_mean"] == pytest.approx(0.2)
-    assert s.loc["a", "cct_increase_sem"] == pytest.approx(0.1)
-    assert s.loc["a", "max_queue_pkts"] == 5 and s.loc["a", "valid"] == 1 and s.loc["a", "drops"] == 1
+    # the invalid run of a (0.3, queue 5, one drop) is left out of every figure but the counts
+    assert s.loc["a", "cct_increase_mean"] == pytest.approx(0.15)
+    assert s.loc["a", "cct_increase_sem"] == pytest.approx(0.05)
+    assert s.loc["a", "max_queue_pkts"] == 4 and s.loc["a", "drops"] == 0
+    assert (s.loc["a", "runs"], s.loc["a", "valid"], s.loc["a", "left_out"]) == (3, 2, 1)
     assert s.loc["b", "runs"] == 1 and s.loc["b", "cct_increase_sem"] == 0.0
+    assert s.loc["c", "valid"] == 0 and math.isnan(s.loc["c", "cct_increase_mean"])

@@ -5,7 +5,7 @@ import pytest
 from testbed.topology.units import format_rate, parse_rate, parse_size
 from traffic import workloads
 from traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
-from traffic.workloads import WorkloadSpec
+from traffic.workloads import WorkloadError, WorkloadSpec
 
 
 @pytest.mark.parametrize("text,bps", [("100mbit", 10**8), ("1gbit", 10**9), ("500kbit", 5 * 10**5),
@@ -63,6 +63,27 @@ def test_all_to_all() -> None:
     flows = workloads.make_spec(WorkloadSpec("all-to-all", 4096), 16, 4)
     assert len(flows) == 16 * 15
     assert {(f.src, f.dst) for f in flows} == {(s, d) for s in range(16) for d in range(16) if s != d}
+
+
+@pytest.mark.parametrize("name", ["all-to-all", "moe"])
+def test_serving_order(name: str) -> None:
+    """Each host's flows, in the order its sender round-robins over them: staggered by default (at every
+    step every host has its own receiver), sorted on request (at every step at most two receivers)."""
+    n = 16
+
+    def steps(order: str) -> list[set[int]]:
+        flows = workloads.make_spec(WorkloadSpec(name, 4096, order=order), n, 4)
+        by_src: dict[int, list[int]] = {}
+        for f in flows:
+            by_src.setdefault(f.src, []).append(f.dst)
+        assert all(sorted(d) == [x for x in range(n) if x != s] for s, d in by_src.items())
+        return [{by_src[s][i] for s in range(n)} for i in range(n - 1)]
+
+    assert all(len(rx) == n for rx in steps("staggered"))
+    assert workloads.destinations(3, 5, "staggered") == [4, 0, 1, 2]
+    assert all(len(rx) <= 2 for rx in steps("sorted"))
+    with pytest.raises(WorkloadError, match="unknown order"):
+        WorkloadSpec(name, 4096, order="random")
 
 
 @pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8), ("fsdp", {"gpus_per_server": 3}, 3),

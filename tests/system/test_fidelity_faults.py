@@ -1,0 +1,96 @@
+"""Each way a run can go wrong, done on purpose to a real run: the verdict
+must reject it and say why. The faults: a sender started ten packet times
+late, a NIC allowed to burst, a sender stalled for 30 packet times, packets
+lost where no counter sees them (a port whose MTU drops the frames), and one
+CPU kept busy by a spinning process. A clean run on the same fabric stays
+valid (so each rejection is the fault's doing)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run
+from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
+
+from .helpers import TIMING_RATE_BPS
+
+pytestmark = pytest.mark.root
+
+MB = 1 << 20
+PACKET_US = (DEFAULT_PAYLOAD + FRAME_OVERHEAD) * 8e6 / TIMING_RATE_BPS
+
+
+@pytest.fixture(scope="module")
+def fab() -> Iterator[Fabric]:
+    with Fabric(FabricSpec(k=4, rate_bps=TIMING_RATE_BPS, prefix="tv")) as f:
+        yield f
+
+
+def _run(fab: Fabric, inject: str | None = None, seed: int = 1) -> dict[str, Any]:
+    return run(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed=seed, inject=inject)).to_json()["fidelity"]
+
+
+def _rejected(f: dict[str, Any], reason: str) -> None:
+    assert not f["valid"], f"the verdict missed it: {f}"
+    assert any(reason in r for r in f["reasons"]), f["reasons"]
+
+
+def test_clean_run_is_valid(fab: Fabric) -> None:
+    f = next((f for seed in (1, 2, 3) if (f := _run(fab, seed=seed))["valid"]), None)
+    assert f is not None, "no valid clean run in three tries"
+    assert f["start_skew_pkts"] < 1 and f["nic_back_to_back"] == 0 and f["delivery"]["unaccounted"] == 0
+
+
+def test_late_sender(fab: Fabric) -> None:
+    f = _run(fab, f"late:0:{int(10 * PACKET_US)}")
+    _rejected(f, "senders started")
+    assert f["start_skew_pkts"] == pytest.approx(10, rel=0.2)
+
+
+def test_nic_burst(fab: Fabric) -> None:
+    f = _run(fab, "nic-burst")
+    _rejected(f, "frames ahead of strict periodicity")
+    assert f["nic_burst_pkts"] >= 5 and f["nic_back_to_back"] >= 16 * 5  # eight frames of tokens at the start
+
+
+def test_stalled_sender(fab: Fabric) -> None:
+    f = _run(fab, f"stall:0:50:{int(30 * PACKET_US)}")
+    _rejected(f, "stalled for")
+    assert f["nic_stall_pkts"] >= 15  # the NIC queue (about ten frames) covers part of the stall
+
+
+def test_packets_lost_without_a_counter(fab: Fabric) -> None:
+    tree = fab.tree
+    host = tree.hosts[0]
+    edge = tree.edge_of(host.name)
+    port = tree.port(edge, host.name)  # the edge's end of h0's link: frames from h0 arrive here
+    ns = tree.ns(edge)
+    subprocess.run(["ip", "-n", ns, "link", "set", "dev", port.ifname, "mtu", "1500"], check=True)
+    try:
+        f = _run(fab)
+    finally:
+        subprocess.run(["ip", "-n", ns, "link", "set", "dev", port.ifname, "mtu", str(fab.spec.mtu)], check=True)
+    _rejected(f, "lost without a trace")
+    assert f["delivery"]["unaccounted"] == 256  # all of h0's 1 MB
+
+
+def test_one_cpu_kept_busy(fab: Fabric) -> None:
+    cpu = max(os.sched_getaffinity(0))
+    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"],
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    try:
+        f = _run(fab)
+    finally:
+        os.kill(spin.pid, signal.SIGKILL)
+        spin.wait()
+    _rejected(f, "a CPU was")
+    assert f["cpu_busiest"] > 0.98

@@ -1,0 +1,75 @@
+"""The verdict's logic on hand-made evidence: a clean run is valid, and each
+criterion, pushed just past its tolerance, invalidates it with its own reason.
+(tests/system/test_fidelity_faults.py injects the same faults into real runs.)"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from testbed.measure import fidelity
+from testbed.measure.fidelity import Delivery, Evidence
+
+T = 0.00066  # one packet time, s
+
+
+def clean() -> Evidence:
+    return Evidence(pacing={"h0": 0.001, "h1": -0.004}, service={"p0": 1.2, "p1": 0.99}, start_skew_s=0.3 * T,
+                    packet_time_s=T, nic_burst_pkts={"h0": 0.3, "h1": 0.26}, nic_stall_pkts={"h0": 0.5, "h1": 0.2},
+                    nic_back_to_back={"h0": 0, "h1": 0},
+                    delivery=Delivery(planned=100, sent=100, received=97, counted_losses=3, sender_errors=0,
+                                      emulator_drops=0, drain_complete=True),
+                    softnet_drops=0, cpu_busy=0.5, cpu_busiest=0.7, cpu_steal=0.01, max_giveups=0,
+                    sample_rate_hz=500.0)
+
+
+def test_clean_run_is_valid() -> None:
+    v = fidelity.verdict(clean())
+    assert v.valid and v.reasons == []
+    assert v.start_skew_pkts == pytest.approx(0.3) and v.nic_burst_pkts == 0.3 and v.nic_stall_pkts == 0.5
+    assert v.delivery["unaccounted"] == 0 and v.saturated_service_min == 0.99
+    assert v.tolerances["start_skew_pkts"] == fidelity.START_SKEW_MAX_PKTS
+
+
+def _delivery(**kw: object) -> Delivery:
+    return dataclasses.replace(clean().delivery, **kw)  # type: ignore[arg-type]
+
+
+FAULTS = {
+    "late start": ({"start_skew_s": 1.2 * T}, "senders started"),
+    "pacing": ({"pacing": {"h0": 0.021}}, "host pacing off by +2.1 % at h0"),
+    "burst": ({"nic_burst_pkts": {"h0": 0.3, "h1": 1.02}, "nic_back_to_back": {"h1": 1}},
+              "NIC of h1 ran 1.0 frames ahead"),
+    "stall": ({"nic_stall_pkts": {"h1": fidelity.STALL_MAX_PKTS + 0.1}}, "NIC of h1 stalled"),
+    "service": ({"service": {"p0": 1.0, "p1": 0.969}}, "busy link p1 served at 96.9 %"),
+    "lost": ({"delivery": _delivery(received=96)}, "1 of 100 data packets lost without a trace"),
+    "short send": ({"delivery": _delivery(sent=90, received=87)}, "sent 90 of 100 packets"),
+    "sender errors": ({"delivery": _delivery(sender_errors=2)}, "2 send() calls failed"),
+    "drain": ({"delivery": _delivery(drain_complete=False)}, "the drain gave up"),
+    "softnet": ({"softnet_drops": 3, "delivery": _delivery(emulator_drops=3)}, "3 packets dropped by the per-CPU"),
+    "data plane": ({"delivery": _delivery(emulator_drops=1)}, "1 packets dropped by the data plane's error paths"),
+    "busy CPU": ({"cpu_busiest": 0.99}, "a CPU was 99 % busy"),
+    "steal": ({"cpu_steal": 0.06}, "the hypervisor took 6 %"),
+    "give-ups": ({"max_giveups": 2}, "2 queue-maximum updates gave up"),
+}
+
+
+@pytest.mark.parametrize("fault", list(FAULTS))
+def test_each_fault_is_rejected_with_its_reason(fault: str) -> None:
+    change, reason = FAULTS[fault]
+    v = fidelity.verdict(dataclasses.replace(clean(), **change))  # type: ignore[arg-type]
+    assert not v.valid
+    assert len(v.reasons) == 1 and reason in v.reasons[0], v.reasons
+
+
+def test_cpu_times_busiest_cpu_and_steal(tmp_path: Path) -> None:
+    stat = tmp_path / "stat"
+    # user nice system idle iowait irq softirq steal
+    stat.write_text("cpu 0 0 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\nintr 1\n")
+    a = fidelity.CpuTimes.now(str(stat))
+    stat.write_text("cpu 120 0 0 60 0 0 0 20\ncpu0 98 0 0 2 0 0 0 0\ncpu1 22 0 0 58 0 0 0 20\nintr 1\n")
+    b = fidelity.CpuTimes.now(str(stat))
+    assert b.busy_since(a) == pytest.approx(0.6) and b.busiest_since(a) == pytest.approx(0.98)
+    assert b.steal_since(a) == pytest.approx(0.1)

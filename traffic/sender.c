@@ -4,11 +4,15 @@
  * (setns on /run/netns/NAME), opens one UDP socket per flow (bound to the
  * source address, connected to destination:4791, small SO_SNDBUF), waits on a
  * barrier with every other thread, then sends its flows round-robin, one
- * packet each, with blocking send(). Start together: every thread sends its
- * first packet, then yields until all threads have sent theirs, so that no
- * thread fills its NIC queue while another has not started (16 threads on two
- * cores would otherwise start up to a few ms apart). The host NIC (egress TBF) does the
- * pacing: send() blocks while the socket's send buffer is full.
+ * packet each, with blocking send(). Start together: once every thread is
+ * ready, one starter thread per CPU, pinned to it, sends the first packet of
+ * its share of the sources back to back (a socket sends in its own namespace
+ * whichever thread calls send), and only then are the sender threads
+ * released, so no NIC fills its queue while another has not started. A first
+ * packet finds every bucket on its path full and crosses the whole fabric in
+ * the sending CPU's softirq, about 25 us at k=4: one starter alone spread
+ * the 16 first packets over 0.4 ms, one per CPU halves it. The host NIC (egress TBF) does the pacing: send() blocks
+ * while the socket's send buffer is full.
  *
  * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
  *         + payload bytes + 4-byte ICRC trailer.
@@ -55,6 +59,7 @@ struct flow {
     int sock;
     uint64_t packets, bytes, errors;
     int noroute;
+    int started; /* its first packet was sent by the main thread (start together) */
 };
 
 struct group {            /* the flows of one source namespace */
@@ -69,8 +74,28 @@ static pthread_barrier_t ready;
 static double deadline_s;
 static int sndbuf;
 static volatile int setup_failed;
-static int started;         /* threads that sent their first packet (or have none to send) */
-static int n_started_goal;  /* every thread */
+/* Set once every first packet is out; the sender threads sleep on `release` until then (2,048 threads
+ * spinning in sched_yield() would take the CPUs from the starters: the first packets of the k=64
+ * leaf-spine spread over 240 ms that way). */
+static int released;
+static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t release = PTHREAD_COND_INITIALIZER;
+
+static void release_all(void)
+{
+    pthread_mutex_lock(&release_lock);
+    released = 1;
+    pthread_cond_broadcast(&release);
+    pthread_mutex_unlock(&release_lock);
+}
+
+static void wait_released(void)
+{
+    pthread_mutex_lock(&release_lock);
+    while (!released)
+        pthread_cond_wait(&release, &release_lock);
+    pthread_mutex_unlock(&release_lock);
+}
 static struct { char kind; int group; unsigned long after, us; } fault = {.group = -1};
 
 static void sleep_us(unsigned long us)
@@ -114,15 +139,101 @@ static int open_flow(struct flow *f)
     return 0;
 }
 
-/* once per thread, after its first packet: wait until every thread has sent its first */
-static void start_gate(int *gate)
+static int send_packet(struct flow *f, uint8_t *buf, uint32_t psn)
 {
-    if (!*gate)
-        return;
-    *gate = 0;
-    __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
-    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < n_started_goal && now_s() < deadline_s)
-        sched_yield();
+    uint64_t done = (uint64_t)psn * f->payload;
+    uint64_t len = f->size - done < f->payload ? f->size - done : f->payload;
+    put_bth(buf, f->fid, psn);
+    ssize_t rc;
+    do {
+        rc = send(f->sock, buf, BTH_LEN + len + ICRC_LEN, 0);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        f->errors++;
+        return -1;
+    }
+    f->packets++;
+    f->bytes += (uint64_t)rc;
+    return 0;
+}
+
+/* The first flow of a group that has a route, or NULL. */
+static struct flow *first_flow(struct group *g)
+{
+    for (int i = 0; i < g->n; i++)
+        if (!g->flows[i]->noroute && g->flows[i]->sock >= 0)
+            return g->flows[i];
+    return NULL;
+}
+
+/* One starter per CPU, each pinned to its CPU: the first packet of its share of the sources, back to back. */
+struct starter {
+    pthread_t th;
+    int cpu, n_cpus;
+    struct group *groups;
+    int n_groups;
+    uint8_t *buf;
+};
+
+static pthread_barrier_t go;
+
+static void *start_share(void *arg)
+{
+    struct starter *st = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(st->cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set); /* best effort */
+    pthread_barrier_wait(&go);
+    for (int g = st->cpu; g < st->n_groups; g += st->n_cpus) {
+        if (g == fault.group && fault.kind == 'l')
+            continue; /* a late sender starts on its own */
+        struct flow *f = first_flow(&st->groups[g]);
+        if (f) {
+            send_packet(f, st->buf, 0);
+            f->started = 1;
+        }
+    }
+    return NULL;
+}
+
+/* Once every sender thread is ready: the first packet of every source, spread over the CPUs, then release. */
+static void start_together(struct group *groups, int n_groups, uint64_t maxlen)
+{
+    int n_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (n_cpus < 1)
+        n_cpus = 1;
+    if (n_cpus > n_groups)
+        n_cpus = n_groups;
+    struct starter *st = calloc(n_cpus, sizeof(*st));
+    int ok = st != NULL;
+    for (int c = 0; ok && c < n_cpus; c++) {
+        st[c] = (struct starter){.cpu = c, .n_cpus = n_cpus, .groups = groups, .n_groups = n_groups,
+                                 .buf = calloc(1, maxlen + BTH_LEN + ICRC_LEN)};
+        ok = st[c].buf != NULL;
+    }
+    if (ok) {
+        pthread_barrier_init(&go, NULL, n_cpus);
+        int made = 1;
+        for (int c = 1; c < n_cpus && made == c; c++)
+            if (pthread_create(&st[c].th, NULL, start_share, &st[c]) == 0)
+                made++;
+        if (made == n_cpus) {
+            start_share(&st[0]);
+            for (int c = 1; c < n_cpus; c++)
+                pthread_join(st[c].th, NULL);
+        } else {
+            fprintf(stderr, "testbed-sender: cannot start the starter threads\n");
+            setup_failed = 1;
+        }
+    } else {
+        fprintf(stderr, "testbed-sender: out of memory\n");
+        setup_failed = 1;
+    }
+    for (int c = 0; st && c < n_cpus; c++)
+        free(st[c].buf);
+    free(st);
+    release_all();
 }
 
 static void *run_group(void *arg)
@@ -149,16 +260,13 @@ static void *run_group(void *arg)
             maxlen = g->flows[i]->payload;
     }
     uint8_t *buf = calloc(1, maxlen + BTH_LEN + ICRC_LEN);
-    pthread_barrier_wait(&ready);
-    int gate = 1; /* until this thread's first packet is out */
+    pthread_barrier_wait(&ready); /* every thread ready: the starters send the first packets */
+    wait_released();
     int faulty = g->index == fault.group;
     unsigned long sent = 0;
-    if (faulty && fault.kind == 'l') {
-        start_gate(&gate); /* a late sender does not hold the others */
+    if (faulty && fault.kind == 'l')
         sleep_us(fault.us);
-    }
     if (setup_failed || !buf) {
-        start_gate(&gate);
         free(buf);
         return NULL;
     }
@@ -168,31 +276,18 @@ static void *run_group(void *arg)
             break;
         for (int i = 0; i < g->n; i++) {
             struct flow *f = g->flows[i];
-            uint64_t done = (uint64_t)psn * f->payload;
-            if (done >= f->size || f->noroute)
+            if ((uint64_t)psn * f->payload >= f->size || f->noroute)
                 continue;
             active = 1;
-            uint64_t len = f->size - done < f->payload ? f->size - done : f->payload;
-            put_bth(buf, f->fid, psn);
-            size_t total = BTH_LEN + len + ICRC_LEN;
-            ssize_t rc;
-            do {
-                rc = send(f->sock, buf, total, 0);
-            } while (rc < 0 && errno == EINTR);
-            if (rc < 0) {
-                f->errors++;
-            } else {
-                f->packets++;
-                f->bytes += (uint64_t)rc;
-            }
-            start_gate(&gate);
+            if (psn == 0 && f->started)
+                continue; /* sent by the main thread */
+            send_packet(f, buf, psn);
             if (faulty && fault.kind == 's' && ++sent == fault.after)
                 sleep_us(fault.us);
         }
         if (!active)
             break;
     }
-    start_gate(&gate); /* nothing to send: do not hold the others */
     free(buf);
     return NULL;
 }
@@ -272,8 +367,7 @@ int main(int argc, char **argv)
         gr->flows[gr->n++] = &flows[i];
     }
     pthread_t *th = calloc(n_groups, sizeof(*th));
-    pthread_barrier_init(&ready, NULL, n_groups);
-    n_started_goal = n_groups;
+    pthread_barrier_init(&ready, NULL, n_groups + 1); /* the sender threads and this one */
     deadline_s += now_s();
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -284,6 +378,15 @@ int main(int argc, char **argv)
             return 1;
         }
     }
+    uint64_t maxlen = 0;
+    for (int i = 0; i < n_flows; i++)
+        if (flows[i].payload > maxlen)
+            maxlen = flows[i].payload;
+    pthread_barrier_wait(&ready);
+    if (!setup_failed)
+        start_together(groups, n_groups, maxlen);
+    else
+        release_all();
     for (int g = 0; g < n_groups; g++)
         pthread_join(th[g], NULL);
     if (setup_failed)

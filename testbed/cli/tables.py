@@ -37,6 +37,7 @@ def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
         row("ACKs received", lambda r: str(r["acks_received"]))
     row("drops", lambda r: str(r["drops"]))
     row("host pacing error (max)", lambda r: f"{100 * r['fidelity']['pacing_error_max']:.2f} %")
+    row("emulator timing, at most", lambda r: f"+{100 * r['fidelity']['timing_excess_share']:.2f} % of CCT")
     row("fidelity", lambda r: "valid" if r["fidelity"]["valid"] else "[bold red]INVALID[/]")
     return t
 

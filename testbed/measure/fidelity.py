@@ -7,6 +7,9 @@ tolerance, and a reason naming the worst offender when it fails:
 - start: every sender's first frame left its NIC within one packet time of
   the first sender's (`start_skew_s`);
 - pacing: every sending NIC kept its paced rate on average (|error| <= 2 %);
+- timing: the senders' start offsets plus their NICs' lateness can have
+  added at most 0.5 % to the CCT (`timing_excess_share`), or 1.5 packet
+  times on runs too short for 0.5 % to allow one packet time of start skew;
 - periodicity: no NIC ran ahead of a strictly periodic source by more than
   NIC_BURST_MAX frames in any window (`nic_burst_pkts`);
 - stalls: no NIC left a gap longer than STALL_MAX_PKTS packet times between
@@ -41,6 +44,8 @@ NIC_BURST_MAX_PKTS = 0.5
 STALL_MAX_PKTS = 4.0
 CPU_BUSIEST_MAX = 0.98
 STEAL_MAX = 0.05
+TIMING_EXCESS_MAX = 0.005  # share of the CCT bound
+TIMING_EXCESS_FLOOR_PKTS = START_SKEW_MAX_PKTS + 0.5
 
 
 @dataclass(frozen=True)
@@ -118,6 +123,14 @@ class Evidence:
     cpu_steal: float
     max_giveups: int
     sample_rate_hz: float
+    cpu_awake: bool = False  # idle CPUs polled rather than halted (testbed.fabric.cpu_latency)
+    nic_late_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> last frame behind a periodic NIC
+    timing_excess_pkts: float = 0.0  # largest start offset + NIC lateness (metrics.timing_excess_pkts)
+    bound_pkts: float = 0.0  # the CCT lower bound in packet times
+
+    @property
+    def timing_excess_share(self) -> float:
+        return self.timing_excess_pkts / self.bound_pkts if self.bound_pkts > 0 else 0.0
 
 
 @dataclass
@@ -140,11 +153,16 @@ class Verdict:
     nic_back_to_back: int
     delivery: dict[str, Any]
     max_giveups: int
+    cpu_awake: bool
+    nic_late_pkts: float
+    timing_excess_pkts: float
+    timing_excess_share: float
     tolerances: dict[str, float]
     pacing_error_by_host: dict[str, float] = field(default_factory=dict)
     saturated_service_by_port: dict[str, float] = field(default_factory=dict)
     nic_burst_by_host: dict[str, float] = field(default_factory=dict)
     nic_stall_by_host: dict[str, float] = field(default_factory=dict)
+    nic_late_by_host: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -166,6 +184,11 @@ def _reasons(e: Evidence) -> list[str]:
     host, err = _worst(e.pacing, abs)
     if abs(err) > PACING_TOLERANCE:
         out.append(f"host pacing off by {100 * err:+.1f} % at {host} (tolerance {100 * PACING_TOLERANCE:.0f} %)")
+    share, pkts = e.timing_excess_share, e.timing_excess_pkts
+    if share > TIMING_EXCESS_MAX and pkts > TIMING_EXCESS_FLOOR_PKTS:
+        host, late = _worst(e.nic_late_pkts)
+        out.append(f"start offsets and late NICs can have added {100 * share:.1f} % to the CCT ({pkts:.1f} packet "
+                   f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times")
     host, burst = _worst(e.nic_burst_pkts)
     if burst > NIC_BURST_MAX_PKTS:
         out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
@@ -203,7 +226,8 @@ def _reasons(e: Evidence) -> list[str]:
 
 TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_skew_pkts": START_SKEW_MAX_PKTS,
               "nic_burst_pkts": NIC_BURST_MAX_PKTS, "nic_stall_pkts": STALL_MAX_PKTS,
-              "cpu_busiest": CPU_BUSIEST_MAX, "cpu_steal": STEAL_MAX}
+              "cpu_busiest": CPU_BUSIEST_MAX, "cpu_steal": STEAL_MAX, "timing_excess_share": TIMING_EXCESS_MAX,
+              "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS}
 
 
 def verdict(e: Evidence) -> Verdict:
@@ -219,5 +243,8 @@ def verdict(e: Evidence) -> Verdict:
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
         delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted}, max_giveups=e.max_giveups,
+        cpu_awake=e.cpu_awake, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
+        timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
-        nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts))
+        nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
+        nic_late_by_host=dict(e.nic_late_pkts))

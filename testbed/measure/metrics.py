@@ -211,6 +211,34 @@ def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
     return max(firsts) - min(firsts) if firsts else 0
 
 
+def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
+                       host_rate_bps: int, nic_burst_bytes: int) -> tuple[dict[str, float], float]:
+    """How much the emulator's own timing can have added to the CCT, in packet times.
+
+    Per sending host, its NIC's lateness: how much later its last frame reached
+    the edge switch than a strictly periodic NIC (a token bucket of
+    `nic_burst_bytes` at the paced rate, never late) started at the same first
+    frame would have sent it; a late NIC timer, a sender that woke late or a
+    saturated CPU all show here, and a late last frame delays its flows by as
+    much. Then, over hosts, the largest start offset (first frame against the
+    first sender's) plus lateness: the CCT of the same run with every NIC on
+    time from one instant could be shorter by at most this much."""
+    t = packet_time_ns(pk, host_rate_bps)
+    src = _source_ports(tree, flows, ports)
+    firsts = [s.first_rx_ns for s in src.values() if s.first_rx_ns]
+    if not firsts or t <= 0:
+        return {}, 0.0
+    t0 = min(firsts)
+    late, excess = {}, 0.0
+    for name, s in src.items():
+        if not s.rx_pkts:
+            continue
+        ideal_ns = max(0, s.rx_bytes - nic_burst_bytes) * 8e9 / host_rate_bps
+        late[name] = (s.last_rx_ns - s.first_rx_ns - ideal_ns) / t
+        excess = max(excess, (s.first_rx_ns - t0) / t + late[name])
+    return late, excess
+
+
 def packet_time_ns(pk: Packetizer, host_rate_bps: int) -> float:
     """One full data frame at the paced host rate."""
     return pk.frame_len(pk.payload) * 8e9 / host_rate_bps

@@ -22,7 +22,8 @@ def clean() -> Evidence:
                     delivery=Delivery(planned=100, sent=100, received=97, counted_losses=3, sender_errors=0,
                                       emulator_drops=0, drain_complete=True),
                     softnet_drops=0, cpu_busy=0.5, cpu_busiest=0.7, cpu_steal=0.01, max_giveups=0,
-                    sample_rate_hz=500.0)
+                    sample_rate_hz=500.0, cpu_awake=True, nic_late_pkts={"h0": 0.4, "h1": 1.1},
+                    timing_excess_pkts=0.5, bound_pkts=254.75)
 
 
 def test_clean_run_is_valid() -> None:
@@ -53,7 +54,16 @@ FAULTS = {
     "busy CPU": ({"cpu_busiest": 0.99}, "a CPU was 99 % busy"),
     "steal": ({"cpu_steal": 0.06}, "the hypervisor took 6 %"),
     "give-ups": ({"max_giveups": 2}, "2 queue-maximum updates gave up"),
+    "late NICs": ({"timing_excess_pkts": 1.6, "nic_late_pkts": {"h0": 0.4, "h1": 1.3}},
+                  "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3"),
+    "late NICs, short run": ({"timing_excess_pkts": 1.6, "bound_pkts": 14.75}, "can have added 10.8 %"),
 }
+
+
+def test_timing_excess_within_its_floor_on_short_runs() -> None:
+    """On a 16-packet flow 0.5 % is a twelfth of a packet time: up to 1.5 packet times pass."""
+    v = fidelity.verdict(dataclasses.replace(clean(), timing_excess_pkts=1.5, bound_pkts=14.75))
+    assert v.valid and v.timing_excess_share == pytest.approx(1.5 / 14.75)
 
 
 @pytest.mark.parametrize("fault", list(FAULTS))

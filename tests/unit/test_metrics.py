@@ -91,6 +91,30 @@ def test_pacing_error() -> None:
     assert err2["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
 
 
+def test_timing_excess_counts_start_offset_and_lateness() -> None:
+    """h0 is a perfect NIC (token bucket of 1.25 frames: its last of n frames at n - 1.25 packet times);
+    h1 starts half a packet time later and sends its last frame two packet times late."""
+    t = FatTree(4)
+    pk = Packetizer(4096)
+    frame = pk.frame_len(4096)
+    rate = 50_000_000
+    pt = frame * 8e9 / rate
+    n = 256
+    ports = {p.ifindex: _sample(p.ifindex) for p in t.ports}
+    on_time = t.host_port("h0_0_0")
+    ports[on_time.ifindex] = _sample(on_time.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=1000,
+                                     last_rx_ns=1000 + round((n - 1.25) * pt))
+    late = t.host_port("h0_0_1")
+    start = 1000 + round(0.5 * pt)
+    ports[late.ifindex] = _sample(late.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=start,
+                                  last_rx_ns=start + round((n - 1.25 + 2) * pt))
+    flows = [Flow(1, 0, 5, n * 4096), Flow(2, 1, 6, n * 4096)]
+    by_host, excess = metrics.timing_excess_pkts(t, flows, ports, pk, rate, round(1.25 * frame))
+    assert by_host["h0_0_0"] == pytest.approx(0.0, abs=1e-3)
+    assert by_host["h0_0_1"] == pytest.approx(2.0, abs=1e-3)
+    assert excess == pytest.approx(2.5, abs=1e-3)
+
+
 def test_compare_parsing_and_summary() -> None:
     import pandas as pd
 

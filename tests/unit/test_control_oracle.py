@@ -1,0 +1,165 @@
+"""Independent oracles for the control plane (testbed.dataplane.control).
+
+- Valid uplinks and paths: a brute-force enumeration on the topology's link
+  list alone (a plain graph, no knowledge of pods, tiers or indices): a path
+  is valid when it has the fault-free shortest length and uses only links
+  that are up. Every switch's uplink mask and every host pair's path set must
+  be what that enumeration finds, for random failure sets.
+- rho_max: hand-derived cases on k=4 with one and two failed links (each case
+  says its derivation).
+"""
+
+from __future__ import annotations
+
+import random
+from collections import deque
+
+import pytest
+
+from testbed.dataplane import control
+from testbed.topology import FatTree, Level, Link
+from traffic.workloads import Flow
+
+
+class Graph:
+    """The fabric as an undirected graph of node names, from `tree.links` only."""
+
+    def __init__(self, tree: FatTree, failed: frozenset[str] = frozenset()) -> None:
+        self.adj: dict[str, set[str]] = {}
+        self.all_adj: dict[str, set[str]] = {}
+        for ln in tree.links:
+            for x, y in ((ln.a, ln.b), (ln.b, ln.a)):
+                self.all_adj.setdefault(x, set()).add(y)
+                if ln.name not in failed:
+                    self.adj.setdefault(x, set()).add(y)
+
+    def dist(self, src: str) -> dict[str, int]:
+        """Fault-free hop counts from src."""
+        d = {src: 0}
+        q = deque([src])
+        while q:
+            x = q.popleft()
+            for y in self.all_adj.get(x, ()):
+                if y not in d:
+                    d[y] = d[x] + 1
+                    q.append(y)
+        return d
+
+    def paths(self, src: str, dst: str) -> list[list[str]]:
+        """Every path from src to dst over links that are up, with the fault-free shortest length."""
+        n = self.dist(src)[dst]
+        out: list[list[str]] = []
+
+        def walk(path: list[str]) -> None:
+            if len(path) - 1 == n:
+                if path[-1] == dst:
+                    out.append(list(path))
+                return
+            for y in sorted(self.adj.get(path[-1], ())):
+                if y not in path:
+                    walk(path + [y])
+
+        walk([src])
+        return out
+
+
+def failure_sets(tree: FatTree, n: int, seed: int) -> list[frozenset[str]]:
+    rng = random.Random(seed)
+    links = control.switch_links(tree)
+    sets = [frozenset()]
+    for p in (0.1, 0.25, 0.5):
+        for _ in range(n):
+            sets.append(frozenset(ln.name for ln in links if rng.random() < p))
+    return sets
+
+
+def links_named(tree: FatTree, names: frozenset[str]) -> list[Link]:
+    return [ln for ln in tree.links if ln.name in names]
+
+
+@pytest.mark.parametrize("k,kind", [(4, "fattree"), (6, "fattree"), (8, "leafspine")])
+def test_uplink_masks_match_brute_force(k: int, kind: str) -> None:
+    tree = FatTree(k, kind=kind)
+    for failed in failure_sets(tree, 4, seed=k):
+        g = Graph(tree, failed)
+        routing = control.routing(tree, links_named(tree, failed))
+        edges = [s for s in tree.switches if s.level is Level.EDGE]
+        for sw in tree.switches:
+            ups = [p.peer for p in tree.uplinks(sw.name)]
+            if sw.level is Level.EDGE:
+                for f in edges:
+                    if f == sw:
+                        continue
+                    # an uplink is valid if some valid path to some host under F leaves through it
+                    first_hops = {path[1] for h in tree.hosts if tree.edge_of(h.name) == f.name
+                                  for path in g.paths(sw.name, h.name)}
+                    want = sum(1 << s for s, peer in enumerate(ups) if peer in first_hops)
+                    assert routing.masks[(sw.nid, tree.edge_global(f))] == want, (sorted(failed), sw.name, f.name)
+            elif sw.level is Level.AGG and ups:
+                for pod in range(tree.pods):
+                    if pod == sw.pod:
+                        continue
+                    # valid if a valid shortest path reaches an aggregation switch of that pod through it
+                    first_hops = {path[1] for a in tree.switches if a.level is Level.AGG and a.pod == pod
+                                  for path in g.paths(sw.name, a.name)}
+                    want = sum(1 << s for s, peer in enumerate(ups) if peer in first_hops)
+                    assert routing.masks[(sw.nid, pod)] == want, (sorted(failed), sw.name, pod)
+
+
+@pytest.mark.parametrize("k,kind", [(4, "fattree"), (4, "leafspine")])
+def test_paths_and_reachability_match_brute_force(k: int, kind: str) -> None:
+    tree = FatTree(k, kind=kind)
+    for failed in failure_sets(tree, 3, seed=7)[:7]:
+        g = Graph(tree, failed)
+        reach = control.Reach(tree, links_named(tree, failed))
+        for s in tree.hosts:
+            for d in tree.hosts:
+                if s == d:
+                    continue
+                want = sorted(g.paths(s.name, d.name))
+                got = sorted([[p.node for p in path] + [path[-1].peer] for path in reach.paths(s, d)])
+                assert got == want, (sorted(failed), s.name, d.name)
+                assert reach.reachable(s, d) == bool(want)
+
+
+def stride_flows(tree: FatTree) -> list[Flow]:
+    """Host i sends 1 MB to host i + (hosts per pod): every flow leaves its pod for the next one."""
+    n, step = tree.n_hosts, tree.hosts_per_pod
+    return [Flow(i + 1, i, (i + step) % n, 1 << 20) for i in range(n)]
+
+
+# Hand derivations on k=4 (line rate 1; 4 pods, each with edges e{p}_0, e{p}_1 of two hosts, aggregation
+# switches a{p}_0 (to cores c0_0, c0_1) and a{p}_1 (to c1_0, c1_1)); stride traffic: each pod sends 4 flows
+# to the next pod and receives 4 from the previous one.
+RHO_CASES = {
+    # a0_0 keeps one uplink, so pod 0's four flows (4 rho) leave over 3 links: rho <= 3/4; the edges can
+    # reach it (each sends 0.5 to a0_0 and 1 to a0_1), and pod 0's incoming traffic meets the same 3 links.
+    "one aggregation-core link": (["a0_0-c0_0"], 0.75),
+    # e0_0's two hosts send 2 rho through its one remaining uplink: rho <= 1/2 (and receive as much).
+    "one edge-aggregation link": (["e0_0-a0_0"], 0.5),
+    # a0_0 has no uplink left: pod 0's 4 rho leave through a0_1's two links, rho <= 1/2.
+    "both uplinks of one aggregation switch": (["a0_0-c0_0", "a0_0-c0_1"], 0.5),
+    # pod 0 -> pod 1 may use a core only if both a0_j and a1_j reach it: c0_0 is cut at pod 0, c1_1 at pod 1,
+    # leaving c0_1 and c1_0: the four flows' 4 rho over 2 links, rho <= 1/2, though each pod alone allows 3/4.
+    "two failures in two pods that meet": (["a0_0-c0_0", "a1_1-c1_1"], 0.5),
+    # the same two failures in pods that exchange no traffic under stride (0 -> 1 -> 2 -> 3 -> 0): pod 0
+    # sends to pod 1 and receives from pod 3, pod 2 sends to pod 3 and receives from pod 1; each flow keeps
+    # three cores, so each pod is limited by its own failure alone: rho = 3/4.
+    "two failures in two pods that do not meet": (["a0_0-c0_0", "a2_1-c1_1"], 0.75),
+}
+
+
+@pytest.mark.parametrize("case", list(RHO_CASES))
+def test_rho_max_hand_cases(case: str) -> None:
+    tree = FatTree(4)
+    names, want = RHO_CASES[case]
+    failed = [control.parse_link(tree, n) for n in names]
+    r = control.rho_max(tree, stride_flows(tree), failed)
+    assert r.rho == pytest.approx(want, abs=1e-6)
+    assert r.unreachable_flows == []
+    assert r.bottlenecks  # some link binds
+
+
+def test_rho_max_fault_free_is_one() -> None:
+    tree = FatTree(4)
+    assert control.rho_max(tree, stride_flows(tree), []).rho == pytest.approx(1.0)

@@ -1,0 +1,53 @@
+"""How together the senders start: the distribution of `start_skew_s` (the
+spread of the senders' first frames at their edge switches) over many
+default runs, in packet times and microseconds, with the verdicts.
+
+A default run: the fabric's auto rate, a 1 MB Ofan permutation at load 1.0.
+
+Usage: sudo .venv/bin/python bench/start_skew.py [--k 4] [--topology fattree] [--seeds 1-20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.budget import auto_rate_bps
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run
+from testbed.topology import FatTree
+
+
+def int_list(text: str) -> list[int]:
+    if "-" in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int, default=4)
+    ap.add_argument("--topology", default="fattree", choices=["fattree", "leafspine"])
+    ap.add_argument("--seeds", default="1-20")
+    a = ap.parse_args()
+    rate = auto_rate_bps(FatTree(a.k, "bskew", a.topology))
+    runs = []
+    with Fabric(FabricSpec(k=a.k, prefix="bskew", rate_bps=rate, topology=a.topology)) as fab:
+        for seed in int_list(a.seeds):
+            r = run(fab, RunParams("permutation", 1 << 20, 1.0, Scheme.OFAN, seed)).to_json()
+            f = r["fidelity"]
+            runs.append({"seed": seed, "start_skew_pkts": f["start_skew_pkts"], "start_skew_us": 1e6 * f["start_skew_s"],
+                         "valid": f["valid"], "reasons": f["reasons"], "cct_increase": r["cct_increase"]})
+    skews = sorted(x["start_skew_pkts"] for x in runs)
+    print(json.dumps({
+        "bench": "start_skew", "k": a.k, "topology": a.topology, "rate_bps": rate, "runs": runs,
+        "start_skew_pkts": {"min": skews[0], "median": statistics.median(skews),
+                            "p90": skews[min(len(skews) - 1, int(0.9 * len(skews)))], "max": skews[-1]},
+        "valid": sum(x["valid"] for x in runs), "of": len(runs)}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,12 +1,15 @@
 /* host.c: the host NICs of the data plane.
  *
  * Entry points (SCHED_CLS, direct action):
- *   host_egress     TC egress of a host NIC: account the NIC queue.
+ *   host_egress     TC egress of a host NIC: account the NIC queue. (The
+ *                   NIC's load-balancing choice, host_lb.h, is made where the
+ *                   frame leaves the NIC queue: see switch.c.)
  *   host_ingress    TC ingress of a host NIC: account the last hop, count
  *                   RoCEv2 packets per flow and consume them (the host stack
  *                   never sees them, so no ICMP errors flow back), or, with
  *                   ACKs on, turn each data packet into its ACK and send it
- *                   back out of the NIC; count the ACKs that come back.
+ *                   back out of the NIC (echoing CE); count the ACKs that
+ *                   come back and hand REPS their entropies.
  * Compiled together with switch.c into one object: the maps are shared.
  * Every program writes its result to cb[0] for BPF_PROG_TEST_RUN.
  */
@@ -16,6 +19,7 @@
 #include "parse.h"
 #include "queue.h"
 #include "ack.h"
+#include "host_lb.h"
 
 int host_egress(struct __sk_buff *skb)
 {
@@ -48,16 +52,23 @@ int host_ingress(struct __sk_buff *skb)
 
     __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
     skb->cb[0] = flow;
+    __u32 zero_key = 0;
+    struct run_cfg *rc = run_cfg.lookup(&zero_key);
     if (b->opcode == OPCODE_RC_ACK) {
         struct ack_rx *a = ack_rx.lookup(&flow);
         if (!a || !flow) {
             maps_count(CNT_BAD_FLOW);
             return TC_ACT_STOLEN;
         }
+        __u32 marked = (*(__u8 *)&b->dqpn & BTH_BECN) != 0;
         host_rx_count(RX_ACKS);
         __sync_fetch_and_add(&a->acks, 1);
+        if (marked)
+            __sync_fetch_and_add(&a->ecn, 1);
         queue_set_once(&a->first_ns, now);
         a->last_ns = now;
+        if (rc && rc->host_lb && pi)
+            host_lb_ack(rc->host_lb, flow, TB_BE16(udp->source), marked, pi->node);
         return TC_ACT_STOLEN;
     }
 
@@ -67,8 +78,11 @@ int host_ingress(struct __sk_buff *skb)
         maps_count(CNT_BAD_FLOW);
         return TC_ACT_STOLEN;
     }
+    __u32 ce = (ip->tos & 3) == 3;
     host_rx_count(RX_DATA);
     __sync_fetch_and_add(&f->pkts, 1);
+    if (ce)
+        __sync_fetch_and_add(&f->ce, 1);
     __sync_fetch_and_add(&f->bytes, skb->len);
     queue_set_once(&f->first_ns, now);
     f->last_ns = now;
@@ -80,11 +94,9 @@ int host_ingress(struct __sk_buff *skb)
         queue_raise_max(&f->max_disp, seen - 1 - psn);
     }
 
-    __u32 zero_key = 0;
-    struct run_cfg *rc = run_cfg.lookup(&zero_key);
     if (!rc || !rc->acks)
         return TC_ACT_STOLEN;
-    __u32 out = ack_reflect(skb);
+    __u32 out = ack_reflect(skb, ce);
     if (!out) {
         maps_count(CNT_ACK_ERR);
         return TC_ACT_SHOT;

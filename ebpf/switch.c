@@ -3,7 +3,10 @@
  * Entry point (SCHED_CLS, direct action):
  *   switch_ingress  TC ingress of every switch port: forward by destination,
  *                   pick the uplink with the switch's scheme (lb.h) on the
- *                   way up.
+ *                   way up, mark CE above the ECN threshold (ecn.h). For a
+ *                   frame that just left a host's NIC, first the NIC's own
+ *                   load-balancing choice (host_lb.h): its transmit time is
+ *                   when it reaches this program.
  * The host NICs' programs are in host.c; both files are compiled together
  * into one object (testbed.dataplane.compile), so they share every map.
  * The program writes its egress choice to cb[0] for BPF_PROG_TEST_RUN; the
@@ -14,7 +17,9 @@
 #include "maps.h"
 #include "parse.h"
 #include "queue.h"
+#include "ecn.h"
 #include "lb.h"
+#include "host_lb.h"
 
 static __always_inline __u32 slot_ifindex(void *map_lookup_result)
 {
@@ -42,11 +47,12 @@ int switch_ingress(struct __sk_buff *skb)
         return TC_ACT_SHOT;
     }
     queue_sub(pi->peer_ifindex, skb->len, now);
-    if (pi->to_host) {
-        __u32 zero = 0;
-        struct run_cfg *rc = run_cfg.lookup(&zero);
-        if (rc)
-            queue_nic_depart(pi->peer_ifindex, skb->len, now, rc->nic_ps_per_byte);
+    __u32 zero = 0;
+    struct run_cfg *rc = run_cfg.lookup(&zero);
+    if (pi->to_host && rc) {
+        queue_nic_depart(pi->peer_ifindex, skb->len, now, rc->nic_ps_per_byte);
+        /* the host NIC's load-balancing choice, made as the frame leaves the NIC (host_lb.h) */
+        skb->cb[4] = rc->host_lb ? host_lb_transmit(skb, rc->host_lb) : 0;
     }
 
     void *data = (void *)(long)skb->data;
@@ -98,6 +104,12 @@ int switch_ingress(struct __sk_buff *skb)
             __sync_fetch_and_add(cnt, 1);
     } else {
         out = slot_ifindex(downlinks.lookup(&key));
+        if (cfg->top) {
+            __u32 t = sw * N_HOSTS + dst->host;
+            __u64 *c = top_dst_pkts.lookup(&t);
+            if (c)
+                __sync_fetch_and_add(c, 1);
+        }
     }
     if (!out)
         return drop_unreachable(sw); /* downward route withdrawn by the control plane */
@@ -111,7 +123,9 @@ int switch_ingress(struct __sk_buff *skb)
         __builtin_memcpy(eth->dst, dst->mac, ETH_ALEN);
         __builtin_memcpy(eth->src, po->mac, ETH_ALEN);
     }
-    queue_add(out, skb->len, now);
+    __u64 q_pkts, q_bytes;
+    queue_join(out, skb->len, now, &q_pkts, &q_bytes);
+    ecn_mark(skb, rc, out, q_pkts, q_bytes);
     skb->cb[0] = out;
 #ifdef TB_TEST_RUN
     return TC_ACT_OK; /* differential tests: report the choice in cb[0], send nothing */

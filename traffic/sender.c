@@ -15,7 +15,8 @@
  * while the socket's send buffer is full.
  *
  * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
- *         + payload bytes + 4-byte ICRC trailer.
+ *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
+ *         checksum 0, as RoCEv2 NICs send them.
  *
  * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD
  * argv: deadline_s sndbuf_bytes [fault]
@@ -49,6 +50,7 @@
 #define ROCE_PORT 4791
 #define BTH_LEN 12
 #define ICRC_LEN 4
+#define ECT0 0x02 /* IP ECN field: ECN-capable transport (0) */
 
 struct flow {
     char ns[256];
@@ -131,6 +133,12 @@ static int open_flow(struct flow *f)
     if (f->sock < 0)
         return -1;
     if (setsockopt(f->sock, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)) < 0)
+        return -1;
+    /* RoCEv2: ECN-capable transport, ECT(0), and UDP checksum 0 (the ICRC protects the packet; the host NIC
+     * rewrites the source port for the host schemes) */
+    int tos = ECT0, one = 1;
+    if (setsockopt(f->sock, IPPROTO_IP, IP_TOS, &tos, sizeof(tos)) < 0 ||
+        setsockopt(f->sock, SOL_SOCKET, SO_NO_CHECK, &one, sizeof(one)) < 0)
         return -1;
     if (bind(f->sock, (struct sockaddr *)&src, sizeof(src)) < 0)
         return -1;

@@ -5,6 +5,12 @@
  * BTH opcode 0x11 with the same destination QP and PSN, AETH, ICRC-sized
  * trailer) addressed back to the sender, and returns the ifindex to send it
  * out of (the host's own NIC), or 0 if the packet could not be rewritten.
+ * The ACK echoes congestion: BECN set in its BTH when the data packet
+ * arrived marked CE (RoCEv2 NICs send a separate CNP instead; one ACK per
+ * packet that carries the echo is what the schemes here need, and Wireshark
+ * decodes the bit). Its UDP source port is the data packet's: it carries the
+ * data packet's entropy back (REPS) and, for the host-routed schemes, its
+ * path label (host_lb.h). ACKs are sent Not-ECT.
  * The ACK travels back through the fabric as a small packet, so Ofan and
  * pOfan use their small-class pointers for it.
  */
@@ -29,7 +35,9 @@ static __always_inline __u16 ack_ip_csum(struct tb_ipv4 *ip)
     return ~sum;
 }
 
-static __always_inline __u32 ack_reflect(struct __sk_buff *skb)
+#define BTH_BECN 0x40 /* first byte of the BTH's destination-QP word: FECN 0x80, BECN 0x40 */
+
+static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce)
 {
     void *data = (void *)(long)skb->data;
     void *end = (void *)(long)skb->data_end;
@@ -64,6 +72,7 @@ static __always_inline __u32 ack_reflect(struct __sk_buff *skb)
     ip->id = 0;
     ip->frag_off = TB_BE16(0x4000); /* DF */
     ip->ttl = 64;
+    ip->tos = 0; /* Not-ECT */
     ip->saddr = daddr;
     ip->daddr = saddr;
     ip->check = 0;
@@ -75,7 +84,9 @@ static __always_inline __u32 ack_reflect(struct __sk_buff *skb)
     b->opcode = OPCODE_RC_ACK;
     b->flags = 0;
     b->pkey = 0xFFFF;
-    b->dqpn = dqpn;
+    b->dqpn = dqpn & TB_BE32(0x00FFFFFF);
+    if (ce)
+        *(__u8 *)&b->dqpn |= BTH_BECN;
     b->apsn = apsn & TB_BE32(0x00FFFFFF);
     aeth->syndrome_msn = apsn & TB_BE32(0x00FFFFFF); /* syndrome 0: ACK; MSN = PSN */
     *icrc = 0;

@@ -18,6 +18,7 @@
 #include "lb_ofan.h"
 #include "lb_simple.h"
 #include "lb_queue.h"
+#include "lb_label.h"
 
 #define NO_UPLINK 0xFFFFFFFF
 
@@ -45,6 +46,12 @@ static __always_inline __u32 lb_pick_uplink(struct __sk_buff *skb, __u32 sw, str
         return lb_ar_pick(sw, mask, lb_draw(skb, 0));
     case SCHEME_DRILL:
         return lb_drill_pick(sw, mask, lb_draw(skb, 0), lb_draw(skb, 1));
+    case SCHEME_HOST_ROUTED: {
+        __u32 slot = lb_label_slot(cfg, ip, end, mask);
+        if (slot != NO_LABEL)
+            return slot;
+    } /* no label: ECMP */
+    /* fall through */
     case SCHEME_ECMP:
     default: {
         __u32 ports = 0;

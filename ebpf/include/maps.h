@@ -56,6 +56,18 @@ struct lb_scores {
     __u64 score[W];
 };
 BPF_PERCPU_ARRAY(lb_scratch, struct lb_scores, 1);
+/* flow id => REPS state of the connection (host_lb.h) */
+BPF_ARRAY(reps, struct reps_state, N_FLOWS);
+/* flow id * N_CLASSES + size class => DRB rotation pointer (fetch-add counter) */
+BPF_ARRAY(drb_ptr, __u64, N_FLOWS * N_CLASSES);
+/* source edge (global index) * N_EDGES + destination edge => bitmask of the host-routed paths valid for both
+ * ends: bit agg * W + core between pods of a fat tree, bit agg (or spine) within a pod (host_lb.h) */
+BPF_ARRAY(host_paths, __u64, N_EDGES * N_EDGES);
+/* host id * HLB_COUNTERS + HLB_* => count */
+BPF_ARRAY(host_lb_cnt, __u64, N_HOSTS * HLB_COUNTERS);
+/* switch id * N_HOSTS + destination host => packets a top-tier switch (core, or spine of a leaf-spine)
+ * forwarded to that host: how each destination's traffic spreads over the bouncing layer */
+BPF_ARRAY(top_dst_pkts, __u64, N_SWITCHES * N_HOSTS);
 /* CNT_* => count */
 BPF_ARRAY(counters, __u64, N_COUNTERS);
 

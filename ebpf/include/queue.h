@@ -1,6 +1,7 @@
 /* queue.h: exact per-port queue occupancy.
  *
- * Contract: queue_add() is called once when a program sends a packet into an
+ * Contract: queue_add() (or queue_join(), which also returns the queue the
+ * packet joined) is called once when a program sends a packet into an
  * egress port (before that port's qdisc), queue_sub() once when the packet
  * reaches the program at the far end of the link. In between the packet is
  * in the port's TBF or being handed over, i.e. it is "in the queue".
@@ -14,12 +15,16 @@
  * max_giveups, so a maximum that may be low is flagged, never silent.
  *
  * queue_nic_depart() is called once per frame a host NIC sends, when it
- * reaches the edge switch, with the NIC's paced rate as ps per byte. It keeps
+ * reaches the edge switch, after queue_sub(), with the NIC's paced rate as ps
+ * per byte. Over the NIC's data frames (ACKs leave when data arrives, so
+ * they say nothing of the NIC's own timing, only share its link) it keeps
  * the work a strictly periodic server of that rate would have left (Lindley:
  * w = max(0, w + frame time - gap)), whose maximum minus one frame time is
  * how far the NIC ran ahead of strict periodicity in any window; the longest
- * gap between data frames (a stall); and the number of data frames sent back
- * to back (less than half a frame time after the previous frame). A host's
+ * gap between data frames (a stall); the number of data frames sent back to
+ * back (less than half a frame time after the previous one); and the time of
+ * the last data frame with the bytes the NIC had sent up to it, ACKs
+ * included (how late the NIC finished its own data). A host's
  * frames leave one TBF in order; two CPUs' softirqs racing on the same NIC
  * can misorder a pair, which these plain stores then see as one short gap.
  */
@@ -46,9 +51,13 @@ static __always_inline void queue_set_once(__u64 *slot, __u64 v)
         __sync_val_compare_and_swap(slot, 0, v);
 }
 
-static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
+/* Returns the port's queue after the add (this packet included) in *pkts_out and *bytes_out (0 if the port
+ * is unknown). */
+static __always_inline void queue_join(__u32 ifindex, __u64 len, __u64 now, __u64 *pkts_out, __u64 *bytes_out)
 {
     struct port_q *q = port_q.lookup(&ifindex);
+    *pkts_out = 0;
+    *bytes_out = 0;
     if (!q)
         return;
     __u64 p = __sync_fetch_and_add(&q->pkts, 1) + 1;
@@ -65,6 +74,14 @@ static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
     q->last_tx_ns = now;
     if (queue_raise_max(&q->max_pkts, p) | queue_raise_max(&q->max_bytes, b))
         __sync_fetch_and_add(&q->max_giveups, 1);
+    *pkts_out = p;
+    *bytes_out = b;
+}
+
+static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
+{
+    __u64 p, b;
+    queue_join(ifindex, len, now, &p, &b);
 }
 
 static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
@@ -86,8 +103,8 @@ static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
 static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now, __u32 ps_per_byte)
 {
     struct port_q *q = port_q.lookup(&ifindex);
-    if (!q || !ps_per_byte)
-        return;
+    if (!q || !ps_per_byte || len <= ACK_FRAME_BYTES)
+        return; /* ACKs leave when data arrives: the NIC's own periodicity is its data frames' */
     __u64 frame_ns = len * ps_per_byte / 1000;
     __u64 last = q->nic_last_ns;
     __u64 gap = last && now > last ? now - last : 0;
@@ -98,12 +115,10 @@ static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now
     q->nic_last_ns = now;
     if (w > q->nic_work_max_ns)
         q->nic_work_max_ns = w;
-    if (len <= ACK_FRAME_BYTES)
-        return;
     if (last && gap * 2 < frame_ns)
         __sync_fetch_and_add(&q->nic_b2b, 1);
-    __u64 last_data = q->nic_last_data_ns;
-    if (last_data && now > last_data && now - last_data > q->nic_gap_max_ns)
-        q->nic_gap_max_ns = now - last_data;
+    if (last && gap > q->nic_gap_max_ns)
+        q->nic_gap_max_ns = gap;
     q->nic_last_data_ns = now;
+    q->nic_data_bytes = q->rx_bytes; /* every frame the NIC sent up to this data frame, ACKs included */
 }

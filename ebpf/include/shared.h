@@ -21,6 +21,22 @@
 #define SCHEME_AR    5
 #define SCHEME_DRILL 6
 #define SCHEME_POFAN 7
+#define SCHEME_HOST_ROUTED 8  /* host-routed: the uplink the packet's path label names (host_lb.h, lb_label.h) */
+
+/* Host NIC load-balancing schemes, run_cfg.host_lb (testbed.dataplane.schemes.Scheme.host_lb) */
+#define HOST_LB_NONE     0
+#define HOST_LB_REPS     1
+#define HOST_LB_DRB      2
+#define HOST_LB_ETHEREAL 3
+
+/* A path label in the UDP source port (host-routed schemes): LABEL_TAG | agg index << 5 | core index.
+ * The source edge switch takes the uplink of the aggregation index, the source aggregation switch that of
+ * the core index (W <= 32). */
+#define LABEL_TAG  0xC000
+#define LABEL_MASK 0xFC00
+#define LABEL_BITS 5
+/* REPS: entropies per connection (uet-htsim uec_mp.h: 8-slot circular buffer) */
+#define REPS_SLOTS 8
 
 /* switch_cfg.pipe_size value for pOfan with per-CPU pointers */
 #define PIPES_PER_CPU 0
@@ -53,7 +69,7 @@ struct switch_cfg {
     __u32 scheme;       /* SCHEME_* */
     __u32 seed;         /* ECMP hash seed */
     __u32 pipe_size;    /* pOfan: ports per pipe, or PIPES_PER_CPU */
-    __u32 pad;
+    __u32 top;          /* 1 for a switch with no uplinks (a core, or a spine of a leaf-spine) */
 };
 
 /* Where a destination address lives: dst_info[IPv4 daddr, network order]. */
@@ -92,12 +108,14 @@ struct port_q {
     __u64 busy_periods;
     __u64 max_giveups;  /* raises of max_pkts/max_bytes that lost 4 compare-and-swap races: the maxima may be low */
     /* Host NIC departures (filled only for a host's NIC queue, at its edge switch's ingress): */
-    __u64 nic_last_ns;      /* previous departure */
+    __u64 nic_last_ns;      /* previous data frame's departure */
     __u64 nic_work_ns;      /* work of a strictly periodic server at the paced rate, left after this departure */
     __u64 nic_work_max_ns;  /* its maximum: (max - one frame time) / frame time = frames beyond periodicity */
     __u64 nic_last_data_ns; /* previous data frame (bigger than an ACK) */
     __u64 nic_gap_max_ns;   /* longest gap between two data frames */
     __u64 nic_b2b;          /* data frames that left less than half a frame time after the previous frame */
+    __u64 ecn_marked;       /* packets this port's switch marked CE on entering the queue (ecn.h) */
+    __u64 nic_data_bytes;   /* bytes the NIC had sent (ACKs included) up to its last data frame */
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */
@@ -109,6 +127,7 @@ struct flow_rx {
     __u64 max_psn;      /* highest PSN seen + 1 (0: none yet) */
     __u64 ooo;          /* arrivals with a PSN below the highest seen */
     __u64 max_disp;     /* largest (highest PSN - PSN) at an arrival */
+    __u64 ce;           /* arrivals marked CE */
 };
 
 /* Per-flow ACK counters at the sender: ack_rx[flow id]. */
@@ -116,13 +135,39 @@ struct ack_rx {
     __u64 acks;
     __u64 first_ns;
     __u64 last_ns;
+    __u64 ecn;          /* ACKs echoing CE (BECN set) */
 };
+
+/* REPS state of one connection: reps[flow id]. `ctl` packs the valid bits of the 8 slots (bits 0-7), the
+ * head (bits 8-10: the slot the next recycled entropy is written to), the number of valid slots
+ * (bits 12-15) and whether any ACK came back yet (bit 16); it changes by compare-and-swap only, so the
+ * NIC's transmit (a packet takes the oldest valid entropy) and its ingress (an ACK returns one) may run
+ * on two CPUs at once. */
+struct reps_state {
+    __u64 ctl;
+    __u16 ev[REPS_SLOTS];
+};
+
+/* Per host NIC: host_lb_cnt[host id * HLB_COUNTERS + i] */
+#define HLB_RECYCLED 0  /* REPS: data packets sent on a recycled entropy */
+#define HLB_FRESH    1  /* REPS: on a fresh random one, after the connection's first ACK came back */
+#define HLB_LABELLED 2  /* DRB, Ethereal: data packets given a path label */
+#define HLB_GIVEUP   3  /* REPS: state updates that lost 4 compare-and-swap races (entropy drawn fresh) */
+#define HLB_FIRST_RTT 4 /* REPS: on a fresh one before any ACK came back (the first round trip) */
+#define HLB_COUNTERS 5
 
 /* Run-wide settings: run_cfg[0]. */
 struct run_cfg {
     __u32 acks;         /* 1: receivers answer every data packet with an ACK */
     __u32 nic_ps_per_byte; /* host NICs' paced rate as picoseconds per byte (0: no NIC accounting) */
+    __u32 host_lb;      /* HOST_LB_*: the host NICs' load-balancing scheme */
+    __u32 ecn_unit;     /* ECN_*: marking off, or its threshold in bytes or in packets */
+    __u64 ecn_thresh;   /* mark CE when the queue a packet joins, itself included, holds more than this */
 };
+
+#define ECN_OFF   0
+#define ECN_BYTES 1
+#define ECN_PKTS  2
 
 #define ACK_FRAME_BYTES 62  /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 AETH + 4 ICRC */
 
@@ -134,6 +179,7 @@ struct run_cfg {
 #define CNT_ACK_ERR    4   /* a data packet could not be turned into an ACK */
 #define CNT_UNREACHABLE 5  /* destination cut off by failures: dropped at the first switch that knows */
 #define CNT_BAD_FLOW   6   /* a RoCEv2 packet whose flow id is beyond N_FLOWS: not counted */
+#define CNT_LABEL_INVALID 7 /* host-routed: the label named an uplink that is not valid: ECMP chose instead */
 
 /* rx_total indices */
 #define RX_DATA 0

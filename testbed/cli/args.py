@@ -16,11 +16,11 @@ from ..fabric.budget import auto_rate_bps
 from ..fabric.build import FabricError
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
-from ..topology.units import format_rate, parse_rate, parse_size
+from ..topology.units import format_rate, parse_rate, parse_size, parse_threshold
 
 AUTO_RATE = 0  # --rate auto (no real rate is 0)
 RATE_HELP = ("line rate of every link, or auto: the largest rate that keeps the hosts within this machine's "
-             "packet budget (50mbit at k=4, 1.8mbit at k=12)")
+             "packet budget (50mbit at k=4, 1mbit at k=12)")
 PIPE_HELP = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
 
 
@@ -76,6 +76,23 @@ def scheme(text: str) -> Scheme:
         return Scheme.parse(text)
     except SchemeError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def switch_scheme(text: str) -> Scheme:
+    """A scheme a switch runs (up, scheme set); host schemes belong to a run."""
+    s = scheme(text)
+    if s.is_host:
+        raise argparse.ArgumentTypeError(f"{s.label} runs in the host NICs, per run: give it to run or compare "
+                                         f"(--scheme {s.label})")
+    return s
+
+
+def ecn_threshold(text: str) -> str:
+    try:
+        parse_threshold(text, 1)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
 
 
 def pipe(text: str) -> int:

@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..dataplane import switches
-from ..dataplane.schemes import Scheme, SchemeConfig, names, select_switches
+from ..dataplane.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
 from ..fabric import netns, state
 from ..fabric.build import Fabric, FabricError, FabricSpec
 from ..fabric.clean import clean
@@ -22,7 +22,8 @@ def add_up(sub: Any) -> None:
     up = sub.add_parser("up", help="build a fat tree and leave it up")
     up.add_argument("--k", type=args.k_value, required=True)
     up.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
-    up.add_argument("--scheme", type=args.scheme, default=Scheme.ECMP, help=f"one of {', '.join(names())}")
+    up.add_argument("--scheme", type=args.switch_scheme, default=Scheme.ECMP,
+                    help=f"one of {', '.join(s.label for s in switch_schemes())}")
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
     args.add_topology(up)
@@ -82,7 +83,7 @@ def add_scheme(sub: Any) -> None:
     sch = sub.add_parser("scheme", help="change LB schemes on the fabric that is up (map writes only)")
     sch_sub = sch.add_subparsers(dest="scheme_cmd", required=True)
     sset = sch_sub.add_parser("set", help="set the scheme of some or all LB switches")
-    sset.add_argument("scheme", type=args.scheme, help=f"one of {', '.join(names())}")
+    sset.add_argument("scheme", type=args.switch_scheme, help=f"one of {', '.join(s.label for s in switch_schemes())}")
     sset.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     sset.add_argument("--switches", default="all", help="all, edge, agg, pod:N or random:F (default all)")
     sset.add_argument("--seed", type=int, default=1, help="draws random:F and the fresh pointer state")

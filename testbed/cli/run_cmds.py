@@ -47,6 +47,7 @@ def add_run(sub: Any) -> None:
     run.add_argument("--order", choices=ORDERS, default="staggered",
                      help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
+    add_ecn(run)
     run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
     run.add_argument("--pace", choices=("load", "rho_max"), default="load",
@@ -59,6 +60,14 @@ def add_run(sub: Any) -> None:
                      help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
     args.add_topology(run)
     args.add_common(run)
+
+
+def add_ecn(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--ecn-threshold", type=args.ecn_threshold, default="10%",
+                    help="switches mark CE when the queue a packet joins holds more than this: bytes (80KB), "
+                         "packets (20pkts), percent of --buffer-ref (default 10%%) or off")
+    sp.add_argument("--buffer-ref", type=args.size, default=800 * 1024,
+                    help="the port buffer a threshold in percent refers to (default 800KB, the paper's)")
 
 
 def add_wait(sp: argparse.ArgumentParser) -> None:
@@ -95,7 +104,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
                      hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
-                     pace_rho_max=a.pace == "rho_max")
+                     pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref)
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
@@ -120,7 +129,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     if st is not None and a.k is not None and a.k != st.k:
         raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
     if scheme is not None:
-        SchemeConfig(scheme, a.pipe_size).validate(FatTree(k).switch_ports)
+        SchemeConfig(scheme.switch_scheme, a.pipe_size).validate(FatTree(k).switch_ports)
     params = _run_params(a, scheme)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     if st is not None:
@@ -140,7 +149,8 @@ def cmd_run(a: argparse.Namespace) -> int:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
         else:
             spec = FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree, a.payload, a.acks), prefix=a.prefix,
-                              scheme=scheme or Scheme.ECMP, seed=a.seed, pipe_size=a.pipe_size, topology=tree.kind)
+                              scheme=(scheme or Scheme.ECMP).switch_scheme, seed=a.seed, pipe_size=a.pipe_size,
+                              topology=tree.kind)
             with Fabric(spec) as fab:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
     _print_result(a, result)
@@ -158,6 +168,8 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
     cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (an ephemeral fabric's; default auto)")
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
+    cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps needs it)")
+    add_ecn(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
     add_wait(cmp_)
     args.add_topology(cmp_)
@@ -179,9 +191,11 @@ def cmd_compare(a: argparse.Namespace) -> int:
     for c in configs:
         c.validate(FatTree(k).switch_ports)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
-    RunParams(a.workload, a.size, a.load).flows(tree)
+    for c in configs:  # every cell's parameters are valid before anything is touched
+        RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
+                  buffer_ref=a.buffer_ref).flows(tree)
     if st is not None:
-        args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, False)
+        args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
     if (out / "summary.csv").exists():
         raise RunError(f"{out} already holds a comparison")
@@ -190,7 +204,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
 
     def run_all(fab: Fabric) -> Any:
         def one(cell: Cell, d: Path) -> dict[str, Any]:
-            p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size)
+            p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size,
+                          acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref)
             return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
 
         return run_matrix(cells, one, out)
@@ -200,7 +215,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             with Fabric.attach(a.prefix) as fab:
                 df = run_all(fab)
         else:
-            with Fabric(FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree), prefix=a.prefix,
+            with Fabric(FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree, acks=a.acks), prefix=a.prefix,
                                    topology=tree.kind)) as fab:
                 df = run_all(fab)
     summary = compare_summary(df)

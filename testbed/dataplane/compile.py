@@ -29,7 +29,7 @@ SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
 ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
 
 
-MAX_FLOW_IDS = 1 << 20  # flow counters (56 + 24 bytes each): all-to-all on k=16's 1,024 hosts fits
+MAX_FLOW_IDS = 1 << 20  # per-flow state (136 bytes each): all-to-all on k=16's 1,024 hosts fits
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,11 @@ class Dims:
 
     def map_bytes(self, ncpu: int) -> int:
         """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
-        and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, port queues."""
+        and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, REPS state and DRB pointers
+        per flow, port queues, per (top switch, destination) counts, host path masks."""
         return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
-                + 4 * self.n_switches * self.n_keys + (56 + 24) * self.n_flows + 136 * self.n_ifindex)
+                + 4 * self.n_switches * self.n_keys + (64 + 32 + 24 + 16) * self.n_flows + 200 * self.n_ifindex
+                + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges)
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",

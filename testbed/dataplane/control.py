@@ -61,6 +61,8 @@ class Routing:
     masks: dict[tuple[int, int], int]  # (switch id, destination key) -> valid uplink slots
     downlinks: dict[tuple[int, int], int]  # (switch id, slot) -> egress ifindex, 0 if withdrawn
     failed: frozenset[str] = field(default_factory=frozenset)
+    # (source edge, destination edge), global edge indices -> host-routed paths valid for both ends (host_lb.h)
+    host_paths: dict[tuple[int, int], int] = field(default_factory=dict)
 
 
 class Reach:
@@ -99,6 +101,28 @@ class Reach:
         for slot, p in enumerate(self.tree.uplinks(agg.name)):
             if self.up(agg.name, p.peer) and self.up(p.peer, dst_agg):
                 m |= 1 << slot
+        return m
+
+    def host_path_mask(self, e_s: Node, e_d: Node) -> int:
+        """The paths from edge switch e_s to e_d that a host-routed scheme may label (host_lb.h): bit
+        agg slot x w + core slot between pods of a fat tree (the bouncing switch is the core), bit agg slot
+        within a pod or a leaf-spine; a path is valid when every link on it is up, so both ends reach it."""
+        t = self.tree
+        m = 0
+        for j, p in enumerate(t.uplinks(e_s.name)):
+            a_s = p.peer
+            if not self.up(e_s.name, a_s):
+                continue
+            if e_s.pod == e_d.pod:
+                if self.up(a_s, e_d.name):
+                    m |= 1 << j
+                continue
+            a_d = self.agg(e_d.pod, t.by_name[a_s].index)
+            if not self.up(a_d, e_d.name):
+                continue
+            for c, q in enumerate(t.uplinks(a_s)):
+                if self.up(a_s, q.peer) and self.up(q.peer, a_d):
+                    m |= 1 << (j * t.w + c)
         return m
 
     def reachable(self, src: Node, dst: Node) -> bool:
@@ -152,7 +176,26 @@ def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
                     masks[(sw.nid, pod)] = r.agg_mask(sw, pod)
         for slot, p in enumerate(tree.downlinks(sw.name)):
             downlinks[(sw.nid, slot)] = p.ifindex if r.up(sw.name, p.peer) else 0
-    return Routing(masks, downlinks, r.failed)
+    return Routing(masks, downlinks, r.failed, host_paths(tree, r))
+
+
+def host_paths(tree: FatTree, r: Reach) -> dict[tuple[int, int], int]:
+    """Every pair of edge switches' host-routed paths (Reach.host_path_mask). A failed link only touches the
+    paths of pairs with an end in its pod, so the other pairs get every path without a look."""
+    edges = [n for n in tree.switches if n.level is Level.EDGE]
+    touched = {tree.by_name[name.split("-")[0]].pod for name in r.failed}
+    full_inter, full_intra = (1 << tree.w * tree.w) - 1, (1 << tree.w) - 1
+    out = {}
+    for e in edges:
+        for f in edges:
+            if e == f:
+                continue
+            key = (tree.edge_global(e), tree.edge_global(f))
+            if e.pod in touched or f.pod in touched:
+                out[key] = r.host_path_mask(e, f)
+            else:
+                out[key] = full_intra if e.pod == f.pod else full_inter
+    return out
 
 
 def unreachable_pairs(tree: FatTree, failed: Iterable[Link]) -> list[tuple[str, str]]:

@@ -40,7 +40,7 @@ class PortInfo(ct.Structure):
 
 class SwitchCfg(ct.Structure):
     _fields_ = [("level", u32), ("pod", u32), ("index", u32), ("edge_global", u32),
-                ("scheme", u32), ("seed", u32), ("pipe_size", u32), ("pad", u32)]
+                ("scheme", u32), ("seed", u32), ("pipe_size", u32), ("top", u32)]
 
 
 class DstInfo(ct.Structure):
@@ -53,28 +53,44 @@ class PortQ(ct.Structure):
         "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
         "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
         "busy_periods", "max_giveups", "nic_last_ns", "nic_work_ns", "nic_work_max_ns", "nic_last_data_ns", "nic_gap_max_ns",
-        "nic_b2b")]
+        "nic_b2b", "ecn_marked", "nic_data_bytes")]
 
 
 PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # PortQ as numpy sees it: every field a u64
 
 
 class FlowRx(ct.Structure):
-    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp")]
+    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp", "ce")]
 
 
 class AckRx(ct.Structure):
-    _fields_ = [(n, u64) for n in ("acks", "first_ns", "last_ns")]
+    _fields_ = [(n, u64) for n in ("acks", "first_ns", "last_ns", "ecn")]
+
+
+REPS_SLOTS = 8
+
+
+class RepsState(ct.Structure):
+    _fields_ = [("ctl", u64), ("ev", ct.c_uint16 * REPS_SLOTS)]
+
+
+ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
 
 
 class RunCfg(ct.Structure):
-    _fields_ = [("acks", u32), ("nic_ps_per_byte", u32)]
+    _fields_ = [("acks", u32), ("nic_ps_per_byte", u32), ("host_lb", u32), ("ecn_unit", u32),
+                ("ecn_thresh", u64)]
 
 
-CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW = range(7)
+HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT = range(5)  # host_lb_cnt[host * 5 + i]
+HOST_LB_COUNTERS = 5
+HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt")
+
+CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW, \
+    CNT_LABEL_INVALID = range(8)
 COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
                  CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable",
-                 CNT_BAD_FLOW: "unknown_flow"}
+                 CNT_BAD_FLOW: "unknown_flow", CNT_LABEL_INVALID: "label_invalid"}
 RX_DATA, RX_ACKS = 0, 1  # rx_total
 
 # name => (key type, value type)
@@ -99,6 +115,11 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "sw_drops": (u32, u64),
     "counters": (u32, u64),
     "rx_total": (u32, u64),  # per-CPU
+    "reps": (u32, RepsState),
+    "drb_ptr": (u32, u64),
+    "host_paths": (u32, u64),
+    "host_lb_cnt": (u32, u64),
+    "top_dst_pkts": (u32, u64),
 }
 
 
@@ -162,6 +183,18 @@ class MapHandle(Generic[K, V]):
         vals = (self.value_type * n)(*[v for _, v in items])  # type: ignore[operator]
         count = u32(n)
         if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
+            raise OSError(ct.get_errno(), "map batch update")
+
+    def set_range(self, values: Any) -> None:
+        """Entries 0..len(values)-1 of an array map of u64 from a numpy array, in one syscall."""
+        vals = np.ascontiguousarray(values, dtype=np.uint64)
+        n = len(vals)
+        if n == 0:
+            return
+        keys = np.arange(n, dtype=np.uint32)
+        count = u32(n)
+        if self._lib.bpf_update_batch(self.fd, ct.c_void_p(keys.ctypes.data), ct.c_void_p(vals.ctypes.data),
+                                      ct.byref(count)) != 0:
             raise OSError(ct.get_errno(), "map batch update")
 
     def zero(self, n: int) -> None:
@@ -328,17 +361,26 @@ _libbpf: Any = None
 def prog_test_run(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff]:
     """Run a SCHED_CLS program once on `packet` (BPF_PROG_TEST_RUN through
     libbpf). Returns the program's return value and the context it left."""
+    rc, out, _ = prog_test_run_data(prog_fd, packet, ctx)
+    return rc, out
+
+
+def prog_test_run_data(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff, bytes]:
+    """prog_test_run, also returning the packet as the program left it."""
     global _libbpf
     if _libbpf is None:
         _libbpf = ct.CDLL("libbpf.so.1", use_errno=True)
         _libbpf.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
     data = ct.create_string_buffer(packet, len(packet))
+    size_out = len(packet) + 256
+    data_out = ct.create_string_buffer(size_out)
     out = SkBuff()
     opts = _TestRunOpts(sz=ct.sizeof(_TestRunOpts), data_in=ct.cast(data, ct.c_void_p), data_size_in=len(packet),
+                        data_out=ct.cast(data_out, ct.c_void_p), data_size_out=size_out,
                         ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
                         ctx_out=ct.cast(ct.pointer(out), ct.c_void_p), ctx_size_out=ct.sizeof(out), repeat=1)
     if _libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
         raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
-    return int(opts.retval), out
+    return int(opts.retval), out, data_out.raw[:opts.data_size_out]
 
 

@@ -232,6 +232,7 @@ class Decision:
     ecmp_seed: int
     five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
     mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
+    level: int = 1  # the switch's tier (topology.Level): host-routed labels name an uplink per tier
 
     @property
     def valid(self) -> int:
@@ -279,6 +280,32 @@ def model_drill(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
     return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes, x.valid), 0
 
 
+# Host-routed switches (lb_label.h): a path label in the UDP source port of a RoCEv2 packet,
+# LABEL_TAG | agg << LABEL_BITS | core (shared.h), names the edge switch's uplink (agg) and the
+# aggregation switch's (core).
+LABEL_TAG, LABEL_MASK, LABEL_BITS = 0xC000, 0xFC00, 5
+ROCE_PORT = 4791
+LEVEL_EDGE = 1
+
+
+def label_slot(sport: int, dport: int, level: int, w: int, mask: int) -> int | None:
+    """The uplink a host-routed switch takes for this packet, or None when ECMP decides (no label, or a label
+    naming an uplink that is not valid)."""
+    if dport != ROCE_PORT or sport & LABEL_MASK != LABEL_TAG:
+        return None
+    slot = (sport >> (LABEL_BITS if level == LEVEL_EDGE else 0)) & ((1 << LABEL_BITS) - 1)
+    return slot if slot < w and (mask >> slot) & 1 else None
+
+
+def model_host_routed(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    _, _, l4, proto = x.five_tuple
+    if proto == 17:
+        slot = label_slot(int.from_bytes(l4[:2], "big"), int.from_bytes(l4[2:4], "big"), x.level, x.w, x.valid)
+        if slot is not None:
+            return slot, 0
+    return model_ecmp(x, basis)
+
+
 MODELS: dict[Scheme, Model] = {
     Scheme.ECMP: model_ecmp,
     Scheme.OFAN: model_ofan,
@@ -288,6 +315,7 @@ MODELS: dict[Scheme, Model] = {
     Scheme.AR: model_ar,
     Scheme.DRILL: model_drill,
     Scheme.POFAN: model_ofan,
+    Scheme.HOST_ROUTED: model_host_routed,
 }
 
 

@@ -14,6 +14,16 @@ ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 | drill | best of 2 random + remembered uplink | DRILL(2,1), Ghorbani et al. 2017 |
 | ofan  | per-destination rotation, one pointer set per switch | paper section 4.1, appendix F.2 |
 | pofan | per-destination rotation, one pointer set per pipe | paper section 5.1 |
+| host-routed | the uplink named by the packet's path label (the switches of drb and ethereal) | - |
+
+Host schemes run in the host NICs (ebpf/include/host_lb.h, modelled in
+testbed.dataplane.models) and set the switches to the scheme they need:
+
+| scheme | decision | switches |
+|---|---|---|
+| reps     | recycled entropy: the oldest entropy an unmarked ACK returned, else a random one | ecmp |
+| drb      | per-flow rotation over the bouncing switches valid for both ends, random start | host-routed |
+| ethereal | one subflow per valid path, served round robin | host-routed |
 """
 
 from __future__ import annotations
@@ -30,6 +40,9 @@ class SchemeError(ValueError):
 
 
 class Scheme(enum.IntEnum):
+    """Switch schemes keep their number in switch_cfg.scheme (shared.h SCHEME_*); host schemes (REPS, DRB,
+    Ethereal) are never written there: their switches run `switch_scheme`, their NICs `host_lb`."""
+
     ECMP = 0
     OFAN = 1
     RPS = 2
@@ -38,21 +51,51 @@ class Scheme(enum.IntEnum):
     AR = 5
     DRILL = 6
     POFAN = 7
+    HOST_ROUTED = 8
+    REPS = 9
+    DRB = 10
+    ETHEREAL = 11
 
     @property
     def label(self) -> str:
-        return self.name.lower()
+        return self.name.lower().replace("_", "-")
+
+    @property
+    def host_lb(self) -> int:
+        """shared.h HOST_LB_*: 0 for switch schemes."""
+        return _HOST_LB.get(self, 0)
+
+    @property
+    def is_host(self) -> bool:
+        return self.host_lb != 0
+
+    @property
+    def switch_scheme(self) -> Scheme:
+        """What the switches run: the scheme itself, or the one a host scheme needs."""
+        return _SWITCHES_OF.get(self, self)
 
     @classmethod
     def parse(cls, name: str) -> Scheme:
         try:
-            return cls[name.upper()]
+            return cls[name.upper().replace("-", "_")]
         except KeyError:
             raise SchemeError(f"unknown scheme {name!r} (choose from {', '.join(names())})") from None
 
 
+_HOST_LB = {Scheme.REPS: 1, Scheme.DRB: 2, Scheme.ETHEREAL: 3}
+_SWITCHES_OF = {Scheme.REPS: Scheme.ECMP, Scheme.DRB: Scheme.HOST_ROUTED, Scheme.ETHEREAL: Scheme.HOST_ROUTED}
+
+
 def names() -> list[str]:
     return [s.label for s in Scheme]
+
+
+def switch_schemes() -> list[Scheme]:
+    return [s for s in Scheme if not s.is_host]
+
+
+def host_schemes() -> list[Scheme]:
+    return [s for s in Scheme if s.is_host]
 
 
 PIPES_PER_CPU = 0  # SchemeConfig.pipe_size value: one pointer set per CPU

@@ -15,10 +15,12 @@ import random
 import time
 from typing import Any
 
+import numpy as np
+
 from ..topology import FatTree, Level, Node
-from . import models, schemes
+from . import control, models, schemes
 from .compile import Dims
-from .maps import DstInfo, Maps, PortInfo, SwitchCfg
+from .maps import HOST_LB_COUNTERS, DstInfo, Maps, PortInfo, SwitchCfg
 from .schemes import Scheme
 
 
@@ -37,7 +39,8 @@ def program(maps: Maps, tree: FatTree) -> None:
     for sw in tree.switches:
         maps.switch_cfg.set(sw.nid, SwitchCfg(level=int(sw.level), pod=max(sw.pod, 0), index=sw.index,
                                               edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
-                                              scheme=int(Scheme.ECMP), seed=0))
+                                              scheme=int(Scheme.ECMP), seed=0,
+                                              top=int(not tree.uplinks(sw.name))))
         for slot, p in enumerate(tree.downlinks(sw.name)):
             maps.downlinks.set(sw.nid * tree.k + slot, p.ifindex)
         if sw.level is not Level.CORE:
@@ -53,6 +56,19 @@ def program(maps: Maps, tree: FatTree) -> None:
     set_ar_thresholds(maps, models.ar_thresholds())
     full = (1 << tree.w) - 1
     set_uplink_masks(maps, tree, {(sw.nid, d): full for sw in lb_switches(tree) for d in range(n_keys(tree, sw.level))})
+    set_host_paths(maps, tree, control.host_paths(tree, control.Reach(tree, [])))
+
+
+def host_routable(tree: FatTree) -> bool:
+    """Whether the host schemes can label every path of this fabric: host_paths holds 64 bits per pair of
+    edge switches, w x w of them between the pods of a fat tree (k <= 16), w in a leaf-spine."""
+    return tree.w <= 32 if tree.kind == "leafspine" else tree.w * tree.w <= 64
+
+
+def set_host_paths(maps: Maps, tree: FatTree, paths: dict[tuple[int, int], int]) -> None:
+    """Host-routed paths by (source edge, destination edge), in one batch (none on a fabric too large for them)."""
+    if host_routable(tree):
+        maps.host_paths.set_many([(e * tree.n_edges + f, m) for (e, f), m in paths.items()])
 
 
 def set_uplink_masks(maps: Maps, tree: FatTree, masks: dict[tuple[int, int], int]) -> None:
@@ -109,6 +125,16 @@ def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None
         maps.rr_ptr.set(sw.nid, rng.randrange(tree.w))
         maps.drill_mem.set(sw.nid, rng.randrange(tree.w))
     maps.ofan_ptr.set_many(ptrs)
+
+
+def reset_host_state(maps: Maps, tree: FatTree, seed: int, max_fid: int) -> None:
+    """Fresh host NIC state for flow ids 1..max_fid, drawn from `seed`: REPS buffers empty, DRB pointers at a
+    random start (each flow and size class), the per-host counters at 0."""
+    rng = np.random.default_rng(seed)
+    n = (max_fid + 1) * models.N_CLASSES
+    maps.drb_ptr.set_range(rng.integers(0, 1 << 32, size=n, dtype=np.uint64))
+    maps.reps.zero(max_fid + 1)
+    maps.host_lb_cnt.zero(tree.n_hosts * HOST_LB_COUNTERS)
 
 
 def apply_schemes(maps: Maps, tree: FatTree, assignment: dict[str, schemes.SchemeConfig]) -> float:

@@ -11,7 +11,7 @@ what each point is). The budget of a fabric is interpolated linearly in its
 number of hosts between measured sizes (held at the nearest beyond them),
 and the auto rate spreads it over the hosts: hosts x rate / frame bits =
 budget, rounded down to two significant digits (k=4: 50 Mbit/s, k=12:
-1.8 Mbit/s, k=16: 500 kbit/s, leaf-spine k=64: 300 kbit/s).
+1.0 Mbit/s, k=16: 320 kbit/s, leaf-spine k=64: 140 kbit/s).
 """
 
 from __future__ import annotations

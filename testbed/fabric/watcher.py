@@ -144,12 +144,14 @@ class Watcher:
         new = control.routing(self.tree, links)
         masks = {k: v for k, v in new.masks.items() if self.routing.masks.get(k) != v}
         downs = {k: v for k, v in new.downlinks.items() if self.routing.downlinks.get(k) != v}
+        paths = {k: v for k, v in new.host_paths.items() if self.routing.host_paths.get(k) != v}
         switches.set_uplink_masks(self.maps, self.tree, masks)
         switches.set_downlinks(self.maps, self.tree, downs)
+        switches.set_host_paths(self.maps, self.tree, paths)
         t_done = time.monotonic_ns()
         self.seq += 1
         ev = LinkEvent(self.seq, sorted(failed - self.failed), sorted(self.failed - failed), sorted(failed),
-                       t_event, t_done, (t_done - t_event) / 1e6, map_writes=len(masks) + len(downs))
+                       t_event, t_done, (t_done - t_event) / 1e6, map_writes=len(masks) + len(downs) + len(paths))
         dead = [ln for ln in self.tree.links if ln.name in ev.links_down]
         self.routing, self.failed = new, failed
         self._pending.append((time.monotonic() + SETTLE_S, ev, dead))

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..dataplane.compile import Dims
-from ..dataplane.maps import RX_ACKS, RX_DATA, U64, AckRx, Maps, PortQ, signed
+from ..dataplane.maps import HOST_LB_COUNTER_NAMES, HOST_LB_COUNTERS, RX_ACKS, RX_DATA, U64, AckRx, Maps, PortQ, signed
 from ..dataplane.switches import lb_switches, n_keys
 from ..topology import FatTree, Level
 from .metrics import FlowSample, PortSample
@@ -56,7 +56,8 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
             p.ifindex, occ_p, occ_b, q.max_pkts, q.max_bytes,
             signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
             q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns,
-            busy, q.busy_periods, q.max_giveups, q.nic_work_max_ns, q.nic_gap_max_ns, q.nic_b2b)
+            busy, q.busy_periods, q.max_giveups, q.nic_work_max_ns, q.nic_gap_max_ns, q.nic_b2b, q.ecn_marked,
+            q.nic_last_data_ns, q.nic_data_bytes)
     return out
 
 
@@ -166,7 +167,7 @@ def read_flows(maps: Maps, max_fid: int) -> dict[int, FlowSample]:
     for fid in range(1, max_fid + 1):
         f = arr[fid]
         if f.pkts:
-            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp)
+            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp, f.ce)
     return out
 
 
@@ -182,6 +183,30 @@ def reset_flows(maps: Maps, max_fid: int) -> None:
     maps.ack_rx.zero(max_fid + 1)
     for i in (RX_DATA, RX_ACKS):
         maps.rx_total.set(i, [0] * maps.rx_total.ncpu)
+
+
+def reset_host_counters(maps: Maps, tree: FatTree) -> None:
+    """Zero the host NICs' load-balancing counters and the per (top switch, destination) packet counts."""
+    maps.host_lb_cnt.zero(tree.n_hosts * HOST_LB_COUNTERS)
+    maps.top_dst_pkts.zero(tree.n_switches * tree.n_hosts)
+
+
+def read_host_lb(maps: Maps, tree: FatTree) -> dict[str, dict[str, int]]:
+    """Per host (that counted anything): its NIC's REPS and labelling counters (shared.h HLB_*)."""
+    arr = maps.host_lb_cnt.read_array(tree.n_hosts * HOST_LB_COUNTERS)
+    out = {}
+    for h in tree.hosts:
+        vals = [int(arr[h.nid * HOST_LB_COUNTERS + i]) for i in range(HOST_LB_COUNTERS)]
+        if any(vals):
+            out[h.name] = dict(zip(HOST_LB_COUNTER_NAMES, vals))
+    return out
+
+
+def read_top_dst(maps: Maps, tree: FatTree) -> Any:
+    """Packets each top-tier switch (core, or spine of a leaf-spine) forwarded to each host: an array
+    [switch id, host id]; rows of other switches are 0."""
+    arr = maps.top_dst_pkts.read_array(tree.n_switches * tree.n_hosts)
+    return np.ctypeslib.as_array(arr).astype(np.int64).reshape(tree.n_switches, tree.n_hosts)
 
 
 def received(maps: Maps) -> tuple[int, int]:

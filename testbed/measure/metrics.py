@@ -38,6 +38,16 @@ class PortSample:
     nic_work_max_ns: int = 0  # host NIC queues only: see ebpf/include/queue.h, queue_nic_depart
     nic_gap_max_ns: int = 0
     nic_b2b: int = 0
+    ecn_marked: int = 0  # packets marked CE as they joined this queue
+    nic_last_data_ns: int = 0  # host NIC queues: the last data frame's arrival at the switch (0: no data frame)
+    nic_data_bytes: int = 0  # the bytes the NIC had sent up to it, ACKs included
+
+    def nic_span(self) -> tuple[int, int]:
+        """A NIC's own sending: from its first frame to its last data frame, and the bytes it sent in between
+        (ACKs sent after its last data frame left are not its lateness); all frames without that record."""
+        if self.nic_last_data_ns:
+            return self.nic_last_data_ns - self.first_rx_ns, self.nic_data_bytes
+        return self.last_rx_ns - self.first_rx_ns, self.rx_bytes
 
 
 @dataclass(frozen=True)
@@ -49,6 +59,7 @@ class FlowSample:
     last_ns: int
     ooo: int
     max_disp: int
+    ce: int = 0  # arrivals marked CE
 
 
 def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int = 0) -> tuple[dict[int, int],
@@ -93,6 +104,7 @@ class PortQueue:
     avg_bytes: float
     max_bytes: int
     tx_pkts: int
+    ecn_marked: int = 0
 
 
 def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) -> list[PortQueue]:
@@ -101,7 +113,7 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
         s = ports[p.ifindex]
         out.append(PortQueue(p.label, p.stage.label, s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
                              s.max_pkts, s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0, s.max_bytes,
-                             s.tx_pkts))
+                             s.tx_pkts, s.ecn_marked))
     return out
 
 
@@ -117,20 +129,19 @@ def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
 def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
                   host_rate_bps: int, burst_bytes: int) -> dict[str, float]:
     """Achieved / configured rate - 1 for each sending host NIC, measured from
-    the arrival times of its packets at its edge switch. A NIC's token bucket
-    starts full, so the frames that fit in its burst leave at once; they are
-    left out of the rate."""
+    the arrival times of its frames at its edge switch, from its first frame to
+    its last data frame (nic_span): the time a strictly periodic NIC (a token
+    bucket of `burst_bytes` at the paced rate, which starts full) needs for
+    those bytes, over the time it took."""
     out = {}
     for src in sorted({f.src for f in flows}):
         host = tree.hosts[src]
         s = ports[tree.host_port(host.name).ifindex]
-        span = s.last_rx_ns - s.first_rx_ns
+        span, sent = s.nic_span()
         if s.rx_pkts < 2 or span <= 0:
             continue
-        frame = s.rx_bytes / s.rx_pkts  # a host's frames are equal-sized but for its last one
-        head = min(s.rx_pkts - 1, max(1, int(burst_bytes // frame)))
-        achieved = (s.rx_bytes - head * frame) * 8 / (span / 1e9)
-        out[host.name] = achieved / host_rate_bps - 1.0
+        ideal = max(0, sent - burst_bytes) * 8e9 / host_rate_bps  # ns a strictly periodic NIC needs
+        out[host.name] = ideal / span - 1.0
     return out
 
 
@@ -233,8 +244,9 @@ def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int,
     for name, s in src.items():
         if not s.rx_pkts:
             continue
-        ideal_ns = max(0, s.rx_bytes - nic_burst_bytes) * 8e9 / host_rate_bps
-        late[name] = (s.last_rx_ns - s.first_rx_ns - ideal_ns) / t
+        span, sent = s.nic_span()
+        ideal_ns = max(0, sent - nic_burst_bytes) * 8e9 / host_rate_bps
+        late[name] = (span - ideal_ns) / t
         excess = max(excess, (s.first_rx_ns - t0) / t + late[name])
     return late, excess
 

@@ -26,8 +26,8 @@ from traffic.sender import Endpoint, Senders, SendReport
 from traffic.workloads import Flow
 
 from ..dataplane import control, switches
-from ..dataplane.maps import Maps, RunCfg
-from ..dataplane.schemes import SchemeConfig
+from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, Maps, RunCfg
+from ..dataplane.schemes import Scheme, SchemeConfig
 from ..fabric import cpu_latency, links, netns, state
 from ..fabric.build import ETH_HLEN, NIC_PEAK_RATIO, Fabric, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
@@ -39,6 +39,7 @@ from . import faults
 from .params import Result, RunError, RunParams
 
 DRAIN_IDLE_S = 0.5  # give up waiting for stragglers after this long without progress
+ECN_UNITS = {"off": ECN_OFF, "bytes": ECN_BYTES, "packets": ECN_PKTS}
 SAMPLE_HZ = 500.0
 
 
@@ -61,7 +62,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     if pk.frame_len(p.payload) > spec.mtu + 14:
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
     if p.scheme is not None:
-        SchemeConfig(p.scheme, p.pipe_size).validate(tree.switch_ports)
+        SchemeConfig(p.scheme.switch_scheme, p.pipe_size).validate(tree.switch_ports)
+        if p.scheme.switch_scheme is Scheme.HOST_ROUTED and not switches.host_routable(tree):
+            raise RunError(f"{p.scheme.label} labels every path of a pair of edge switches in 64 bits: this fabric "
+                           f"has {tree.w * tree.w} between pods (fat trees up to k=16, leaf-spines up to k=64)")
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")
@@ -86,14 +90,21 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
-        config = SchemeConfig(p.scheme, p.pipe_size)
+        config = SchemeConfig(p.scheme.switch_scheme, p.pipe_size)
         switches.apply_schemes(maps, tree, {sw.name: config for sw in switches.lb_switches(tree)})
     configs = switches.current_schemes(maps, tree)
     labels = {c.label for c in configs.values()}
     scheme_label = labels.pop() if len(labels) == 1 else "mixed"
-    maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate)))
+    host_lb = p.scheme.host_lb if p.scheme is not None else 0
+    if host_lb:
+        assert p.scheme is not None
+        scheme_label = p.scheme.label
+    ecn = p.ecn()
+    maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate), host_lb=host_lb,
+                               ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value))
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
+    switches.reset_host_state(maps, tree, p.seed, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
@@ -107,7 +118,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
                        "burst_bytes": spec.burst, "nic_burst_bytes": spec.nic_burst,
-                       "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
+                       "nic_peak_ratio": NIC_PEAK_RATIO, "link_peak_ratio": spec.link_peak_ratio,
+                       "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:
@@ -166,6 +178,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     up0 = list(maps.uplink_pkts.read_array(n_up))
     ptr0 = collector.pointer_values(maps, tree)
     collector.reset_ports(maps, tree)
+    collector.reset_host_counters(maps, tree)
     cpu0 = fidelity.CpuTimes.now()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
@@ -186,6 +199,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     cnt1 = maps.counter_values()
     soft1 = collector.softnet_drops()
     up1 = list(maps.uplink_pkts.read_array(n_up))
+    host_counts = collector.read_host_lb(maps, tree)
     ptr1 = collector.pointer_values(maps, tree)
     configs_end = switches.current_schemes(maps, tree)
     link_events = [e for e in links.read_events(spec.prefix) if e["seq"] > events0]
@@ -247,7 +261,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
             "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
             "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
-            "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0})
+            "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0,
+            "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0})
     port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
     result = Result(
         scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
@@ -262,7 +277,12 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
         link_events=link_events,
         timeline=[{**a.action, "applied_at_s": [(t - t_first) / 1e9 for t in a.t_applied_ns]}
-                  for a in timeline.applied])
+                  for a in timeline.applied],
+        ecn={"unit": p.ecn().unit, "threshold": p.ecn().value, "buffer_ref_bytes": p.buffer_ref},
+        ecn_marked=sum(q.ecn_marked for q in queues),
+        host_lb={"scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
+                 **{n: sum(c[n] for c in host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
+                 "by_host": host_counts})
     if run_dir is not None:
         run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()},
                        _tables(tree, result, sampler, t_first))
@@ -293,7 +313,8 @@ def _manifest_summary(r: Result) -> dict[str, Any]:
         n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
         k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
                                    "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received",
-                                   "drops", "drops_detail", "switch_counters", "queues", "overload", "utilisation")}}
+                                   "drops", "drops_detail", "switch_counters", "queues", "overload", "utilisation",
+                                   "ecn", "ecn_marked", "host_lb")}}
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:

@@ -13,8 +13,10 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 from ..dataplane.compile import Dims
 from ..dataplane.schemes import Scheme
 from ..topology import FatTree
+from ..topology.units import QueueThreshold, parse_threshold
 
 INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|nic-burst")
+BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
 class RunError(ValueError):
@@ -46,6 +48,10 @@ class RunParams:
     # host starts US us late), "stall:G:N:US" (it sleeps US us after N packets), "nic-burst" (host NICs get an
     # 8-frame bucket and no peak rate).
     inject: str | None = None
+    # ECN: switches mark CE when the queue a packet joins holds more than this (units.parse_threshold: bytes,
+    # packets, percent of buffer_ref, or "off"); the paper's section 6: 80 KB, 10 % of an 800 KB port buffer
+    ecn_threshold: str = "10%"
+    buffer_ref: int = BUFFER_REF_BYTES
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -58,7 +64,18 @@ class RunParams:
             raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US or nic-burst)")
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
+        if self.buffer_ref <= 0:
+            raise RunError(f"the reference buffer must be > 0 bytes, got {self.buffer_ref}")
+        self.ecn()  # validates the threshold
+        if self.scheme is Scheme.REPS and not self.acks:
+            raise RunError("reps recycles the entropies its ACKs bring back: run it with --acks")
         self.workload_spec()  # validates the workload's own parameters
+
+    def ecn(self) -> QueueThreshold:
+        try:
+            return parse_threshold(self.ecn_threshold, self.buffer_ref)
+        except ValueError as e:
+            raise RunError(f"--ecn-threshold: {e}") from None
 
     def workload_spec(self) -> WorkloadSpec:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
@@ -133,6 +150,9 @@ class Result:
     discarded_attempts: list[dict[str, Any]] = field(default_factory=list)
     link_events: list[dict[str, Any]] = field(default_factory=list)
     timeline: list[dict[str, Any]] = field(default_factory=list)
+    ecn: dict[str, Any] = field(default_factory=dict)  # the marking threshold of the run (unit, value)
+    ecn_marked: int = 0  # packets the switches marked CE (counted at each queue that marked one)
+    host_lb: dict[str, Any] = field(default_factory=dict)  # host NIC scheme and its counters, total and per host
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 _SIZE_UNITS = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2, "gb": 1024**3, "gib": 1024**3}
@@ -53,3 +54,43 @@ def parse_duration(text: str, allow_zero: bool = False) -> float:
     if v < 0 or (v == 0 and not allow_zero):
         raise ValueError(f"duration must be > 0, got {text!r}")
     return v
+
+
+@dataclass(frozen=True)
+class QueueThreshold:
+    """A queue threshold (ECN marking): `unit` is "bytes" or "packets", or "off" (no threshold)."""
+
+    unit: str
+    value: int
+
+    @property
+    def label(self) -> str:
+        return "off" if self.unit == "off" else f"{self.value} {self.unit}"
+
+
+def parse_threshold(text: str, reference_bytes: int) -> QueueThreshold:
+    """'off', '80KB' (bytes; 0 is allowed), '20pkts' (packets; also 'p', 'pkt', 'packets') or '10%' (of
+    `reference_bytes`, rounded down to whole bytes)."""
+    t = text.strip().lower()
+    if t == "off":
+        return QueueThreshold("off", 0)
+    if t.endswith("%"):
+        try:
+            pct = float(t[:-1])
+        except ValueError:
+            raise ValueError(f"cannot parse threshold {text!r} (examples: 10%, 80KB, 20pkts, off)") from None
+        if not 0 <= pct <= 100:
+            raise ValueError(f"a threshold in percent must be in [0, 100], got {text!r}")
+        return QueueThreshold("bytes", int(reference_bytes * pct / 100))
+    m = _NUM.match(t)
+    if m and m.group(2) in ("p", "pkt", "pkts", "packets"):
+        v = float(m.group(1))
+        if v != int(v):
+            raise ValueError(f"a threshold in packets must be a whole number, got {text!r}")
+        return QueueThreshold("packets", int(v))
+    if m and float(m.group(1)) == 0 and m.group(2) in ("", "b", "kb", "mb"):
+        return QueueThreshold("bytes", 0)
+    try:
+        return QueueThreshold("bytes", parse_size(t))
+    except ValueError:
+        raise ValueError(f"cannot parse threshold {text!r} (examples: 10%, 80KB, 20pkts, off)") from None

@@ -114,6 +114,8 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     cls = rng.choice((models.CLASS_DATA, models.CLASS_SMALL))
     frame_len = 1500 if cls == models.CLASS_DATA else 64
     sport = rng.randrange(1024, 65536)
+    if config.scheme is Scheme.HOST_ROUTED and rng.random() < 0.7:  # mostly labelled packets (host_lb.h)
+        sport = models.LABEL_TAG | rng.randrange(1 << 10)
     ups = tree.uplinks(sw.name)
     local = tree.local_index(inport)
 
@@ -152,7 +154,7 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
                  pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
                  thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
-                             struct.pack("!HH", sport, 4791), 17), mask=valid)
+                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level))
     model_slot, steps = models.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
@@ -172,7 +174,7 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
 # The schemes the differential test compares with their models: every scheme of the registry
 # (tests/unit/test_scheme_registry.py checks it; docs/adding-a-scheme.md, step 6).
 DIFFERENTIAL_SCHEMES = (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL,
-                        Scheme.POFAN)
+                        Scheme.POFAN, Scheme.HOST_ROUTED)
 
 
 def configs(k: int) -> list[SchemeConfig]:

@@ -122,6 +122,34 @@ def test_paths_and_reachability_match_brute_force(k: int, kind: str) -> None:
                 assert reach.reachable(s, d) == bool(want)
 
 
+@pytest.mark.parametrize("k,kind", [(4, "fattree"), (6, "fattree"), (8, "leafspine")])
+def test_host_paths_match_brute_force(k: int, kind: str) -> None:
+    """The paths a host-routed scheme may label between two edge switches (bit agg slot x w + core slot
+    between pods, agg slot within one) are the valid shortest paths between their hosts."""
+    tree = FatTree(k, kind=kind)
+    edges = [s for s in tree.switches if s.level is Level.EDGE]
+    for failed in failure_sets(tree, 3, seed=11):
+        g = Graph(tree, failed)
+        r = control.Reach(tree, links_named(tree, failed))
+        routing = control.routing(tree, links_named(tree, failed))
+        for e in edges:
+            for f in edges:
+                if e == f:
+                    continue
+                h_e = next(h for h in tree.hosts if tree.edge_of(h.name) == e.name)
+                h_f = next(h for h in tree.hosts if tree.edge_of(h.name) == f.name)
+                want = 0
+                for path in g.paths(h_e.name, h_f.name):
+                    agg = [p.peer for p in tree.uplinks(e.name)].index(path[2])
+                    if e.pod == f.pod:
+                        want |= 1 << agg
+                    else:
+                        core = [p.peer for p in tree.uplinks(path[2])].index(path[3])
+                        want |= 1 << (agg * tree.w + core)
+                assert r.host_path_mask(e, f) == want, (sorted(failed), e.name, f.name)
+                assert routing.host_paths[(tree.edge_global(e), tree.edge_global(f))] == want
+
+
 def stride_flows(tree: FatTree) -> list[Flow]:
     """Host i sends 1 MB to host i + (hosts per pod): every flow leaves its pod for the next one."""
     n, step = tree.n_hosts, tree.hosts_per_pod

@@ -1,15 +1,19 @@
 """Every scheme of the registry is complete in every place
 docs/adding-a-scheme.md lists: its number in the C header, a case in the
-kernel's dispatch, a Python model, a differential-test case and a README row.
-So the document's list cannot drift from the code."""
+kernel's dispatch, a Python model, a differential-test case and a README row
+(switch schemes: shared.h SCHEME_*, lb.h, models.MODELS; host schemes:
+shared.h HOST_LB_*, host_lb.h, host_models.HOST_MODELS). So the document's
+list cannot drift from the code."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from testbed.dataplane.host_models import HOST_MODELS
 from testbed.dataplane.models import MODELS
-from testbed.dataplane.schemes import Scheme
+from testbed.dataplane.schemes import Scheme, host_schemes, switch_schemes
+from tests.system.test_host_schemes_kernel import HOST_DIFFERENTIAL_SCHEMES
 from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,23 +26,36 @@ FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/dataplane/scheme
 def test_scheme_numbers_match_shared_h() -> None:
     text = (ROOT / "ebpf/include/shared.h").read_text()
     in_c = {name: int(v) for name, v in re.findall(r"^#define SCHEME_(\w+)\s+(\d+)", text, re.M)}
-    assert in_c == {s.name: s.value for s in Scheme}
+    assert in_c == {s.name: s.value for s in switch_schemes()}
+    host_c = {name: int(v) for name, v in re.findall(r"^#define HOST_LB_(\w+)\s+(\d+)", text, re.M)}
+    assert host_c == {"NONE": 0, **{s.name: s.host_lb for s in host_schemes()}}
 
 
 def test_kernel_dispatch_has_a_case_per_scheme() -> None:
     text = (ROOT / "ebpf/include/lb.h").read_text()
     body = text[text.index("lb_pick_uplink("):]
     cases = re.findall(r"case SCHEME_(\w+):", body)
-    assert sorted(cases) == sorted(s.name for s in Scheme), "one case per scheme, none twice"
+    assert sorted(cases) == sorted(s.name for s in switch_schemes()), "one case per scheme, none twice"
+    host = (ROOT / "ebpf/include/host_lb.h").read_text()
+    body = host[host.index("host_lb_transmit("):]
+    for s in host_schemes():
+        assert f"HOST_LB_{s.name}" in body, s
+
+
+def test_host_schemes_name_switch_schemes() -> None:
+    for s in host_schemes():
+        assert not s.switch_scheme.is_host and s.switch_scheme in (Scheme.ECMP, Scheme.HOST_ROUTED)
 
 
 def test_every_scheme_has_a_model() -> None:
-    assert set(MODELS) == set(Scheme)
+    assert set(MODELS) == set(switch_schemes())
+    assert set(HOST_MODELS) == set(host_schemes())
 
 
 def test_every_scheme_has_a_differential_case() -> None:
-    assert set(DIFFERENTIAL_SCHEMES) == set(Scheme)
+    assert set(DIFFERENTIAL_SCHEMES) == set(switch_schemes())
     assert len(DIFFERENTIAL_SCHEMES) == len(set(DIFFERENTIAL_SCHEMES))
+    assert set(HOST_DIFFERENTIAL_SCHEMES) == set(host_schemes())
 
 
 def test_every_scheme_has_a_readme_row() -> None:

@@ -1,0 +1,219 @@
+/* host_lb.h: load balancing in the host NICs (REPS, DRB, Ethereal).
+ *
+ * Contract: host_lb_transmit(skb, scheme) runs once on every frame a host
+ * sends, at its transmit time: when the frame leaves the NIC's queue. A NIC
+ * picks a packet's entropy as it transmits it; the host's TC egress hook runs
+ * when the packet enters the NIC queue (the TBF), about ten packet times
+ * earlier, and choosing there made REPS reuse entropies ten packet times
+ * stale and consume them in the bursts in which the sender refills its queue
+ * (78 % recycled with marking off, against over 90 % at transmit time). So the
+ * program at the far end of the NIC's link (the edge switch's ingress, which
+ * sees the frame at the instant the NIC sends it) runs this NIC code first,
+ * on the NIC's behalf, before any switch decision. For a RoCEv2 data packet it picks the
+ * packet's entropy (REPS) or path label (DRB, Ethereal), and for an ACK the
+ * ACK's path label (DRB only), writes it into the UDP source port (the
+ * switches hash it with ECMP, or follow the label in SCHEME_HOST_ROUTED mode:
+ * lb_label.h) and returns it; it returns 0 and changes nothing otherwise.
+ * host_lb_ack(skb_flow, ev, marked) runs in the NIC's ingress program on
+ * every ACK: REPS recycles the entropy an unmarked ACK brings back. No
+ * user-space work per packet: the state is in maps, as on a SmartNIC.
+ *
+ * REPS (uet-htsim uec_mp.{h,cpp} UecMpReps; REPS paper, Algorithms 1-2):
+ *   per connection (flow id) a circular buffer of REPS_SLOTS entropies with
+ *   valid bits and a head; a packet takes the oldest valid entropy, else a
+ *   fresh random one; an unmarked ACK writes its entropy at the head (a full
+ *   buffer overwrites its oldest), a marked one is discarded. The state word
+ *   changes by compare-and-swap, so egress and ingress may race on two CPUs;
+ *   an update that loses 4 races in a row gives up (a fresh entropy, or an
+ *   entropy not recycled) and counts HLB_GIVEUP. Freezing (on a
+ *   retransmission timeout) needs loss recovery, which runs do not have:
+ *   not implemented, and never triggered without losses.
+ * DRB (Cao et al., CoNEXT 2013, as the Ofan paper describes it): per
+ *   (flow, size class) a rotation pointer (fetch-add) over the paths valid
+ *   for both ends, random start (testbed.dataplane.switches.reset_state).
+ *   A flow is one (source, destination) pair in every workload, so this is
+ *   DRB's pointer per (destination host, size class).
+ * Ethereal (Addanki et al.): a flow is split into as many equal subflows as
+ *   it has valid paths, each pinned to one path, served round robin one
+ *   packet each: packet PSN p takes the (p mod s)-th valid path. Its ACK
+ *   keeps the label the receiver copied from the data packet (ack.h), so it
+ *   takes the reverse of its data packet's path.
+ * Paths: host_paths[source edge * N_EDGES + destination edge] (written by the
+ * control plane) has bit agg * W + core for the path through that core
+ * between pods of a fat tree (the bouncing switch of DRB is the core), bit
+ * agg within a pod or a leaf-spine (the aggregation switch or spine); a
+ * packet between two hosts of one edge switch has no choice to make.
+ * Mirrored by testbed.dataplane.models (reps_take, reps_recycle,
+ * host_path_bit, label_of).
+ */
+#pragma once
+#include "maps.h"
+#include "parse.h"
+#include "ack.h"
+#include "lb_arith.h"
+#include "lb_draw.h"
+
+#define REPS_HEAD_SHIFT 8
+#define REPS_COUNT_SHIFT 12
+#define REPS_ACKED (1ULL << 16)
+#define REPS_TRIES 4
+#define HOST_PATH_BITS 64
+
+static __always_inline void host_lb_count(__u32 host, __u32 what)
+{
+    __u32 key = host * HLB_COUNTERS + what;
+    __u64 *c = host_lb_cnt.lookup(&key);
+    if (c)
+        __sync_fetch_and_add(c, 1);
+}
+
+/* The entropy of the next data packet: the oldest valid one, or `fresh`. *kind says which: HLB_RECYCLED,
+ * HLB_FRESH or HLB_FIRST_RTT (fresh, no ACK back yet). */
+static __always_inline __u16 reps_take(struct reps_state *st, __u16 fresh, __u32 *kind, __u32 *gave_up)
+{
+    *kind = (*(volatile __u64 *)&st->ctl & REPS_ACKED) ? HLB_FRESH : HLB_FIRST_RTT;
+    *gave_up = 0;
+#pragma unroll
+    for (int i = 0; i < REPS_TRIES; i++) {
+        __u64 ctl = *(volatile __u64 *)&st->ctl;
+        __u64 n = (ctl >> REPS_COUNT_SHIFT) & 0xF;
+        if (n == 0)
+            return fresh;
+        __u64 head = (ctl >> REPS_HEAD_SHIFT) & (REPS_SLOTS - 1);
+        __u64 slot = (head - n) & (REPS_SLOTS - 1);
+        __u16 ev = st->ev[slot];
+        __u64 next = (ctl & ~(1ULL << slot) & ~(0xFULL << REPS_COUNT_SHIFT)) | ((n - 1) << REPS_COUNT_SHIFT);
+        if (__sync_val_compare_and_swap(&st->ctl, ctl, next) == ctl) {
+            *kind = HLB_RECYCLED;
+            return ev;
+        }
+    }
+    *gave_up = 1;
+    return fresh;
+}
+
+/* An unmarked ACK brings entropy `ev` back: write it at the head. Returns 1 if it gave up. */
+static __always_inline __u32 reps_recycle(struct reps_state *st, __u16 ev)
+{
+#pragma unroll
+    for (int i = 0; i < REPS_TRIES; i++) {
+        __u64 ctl = *(volatile __u64 *)&st->ctl;
+        __u64 n = (ctl >> REPS_COUNT_SHIFT) & 0xF;
+        __u64 head = (ctl >> REPS_HEAD_SHIFT) & (REPS_SLOTS - 1);
+        st->ev[head] = ev;
+        __u64 n2 = n < REPS_SLOTS ? n + 1 : REPS_SLOTS;
+        __u64 next = ((ctl | (1ULL << head)) & 0xFF) | (((head + 1) & (REPS_SLOTS - 1)) << REPS_HEAD_SHIFT) |
+                     (n2 << REPS_COUNT_SHIFT) | REPS_ACKED;
+        if (__sync_val_compare_and_swap(&st->ctl, ctl, next) == ctl)
+            return 0;
+    }
+    return 1;
+}
+
+static __always_inline __u32 host_path_count(__u64 mask)
+{
+    __u32 n = 0;
+#pragma clang loop unroll(disable)
+    for (__u32 i = 0; i < HOST_PATH_BITS; i++)
+        n += (mask >> i) & 1;
+    return n;
+}
+
+/* The bit of the n-th valid path (n < host_path_count(mask)), without branches (lb_arith.h). */
+static __always_inline __u32 host_path_nth(__u64 mask, __u32 n)
+{
+    __u64 seen = 0, pick = 0;
+#pragma clang loop unroll(disable)
+    for (__u32 i = 0; i < HOST_PATH_BITS; i++) {
+        __u64 bit = (mask >> i) & 1;
+        pick = lb_sel(bit & lb_eq(seen, n), i, pick);
+        seen += bit;
+    }
+    return pick;
+}
+
+/* The UDP source port that labels path bit `bit` (see the contract). */
+static __always_inline __u16 host_label(__u32 bit, __u32 between_pods)
+{
+    __u32 agg = between_pods ? bit / W : bit;
+    __u32 core = between_pods ? bit % W : 0;
+    return LABEL_TAG | (agg << LABEL_BITS) | core;
+}
+
+static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 scheme)
+{
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
+    struct tb_eth *eth;
+    struct tb_ipv4 *ip;
+    struct tb_udp *udp;
+    struct tb_bth *b = parse_roce(data, end, &eth, &ip, &udp);
+    if (!b)
+        return 0;
+    __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;
+    __u32 psn = TB_BE32(b->apsn) & 0xFFFFFF;
+    __u32 is_ack = b->opcode == OPCODE_RC_ACK;
+    __u32 saddr = ip->saddr, daddr = ip->daddr;
+    __u16 old_port = udp->source;
+    if (!flow || flow >= N_FLOWS)
+        return 0;
+    struct dst_info *src = dst_info.lookup(&saddr);
+    struct dst_info *dst = dst_info.lookup(&daddr);
+    if (!src || !dst)
+        return 0;
+
+    __u16 port = 0;
+    if (scheme == HOST_LB_REPS) {
+        if (is_ack)
+            return 0; /* the ACK carries its data packet's entropy back (ack.h) */
+        struct reps_state *st = reps.lookup(&flow);
+        if (!st)
+            return 0;
+        __u32 kind, gave_up;
+        port = reps_take(st, lb_draw(skb, 0) & 0xFFFF, &kind, &gave_up);
+        host_lb_count(src->host, kind);
+        if (gave_up)
+            host_lb_count(src->host, HLB_GIVEUP);
+    } else if (scheme == HOST_LB_DRB || scheme == HOST_LB_ETHEREAL) {
+        if (is_ack && scheme == HOST_LB_ETHEREAL)
+            return 0; /* the reverse of its data packet's path */
+        if (src->edge_global == dst->edge_global)
+            return 0;
+        __u32 pk = src->edge_global * N_EDGES + dst->edge_global;
+        __u64 *pm = host_paths.lookup(&pk);
+        __u64 mask = pm ? *pm : 0;
+        __u32 n = host_path_count(mask);
+        if (!n)
+            return 0; /* no valid path: the first switch drops it as unreachable */
+        __u32 pos;
+        if (scheme == HOST_LB_DRB) {
+            __u32 key = flow * N_CLASSES + (is_ack ? CLASS_SMALL : CLASS_DATA);
+            __u64 *ptr = drb_ptr.lookup(&key);
+            if (!ptr)
+                return 0;
+            pos = __sync_fetch_and_add(ptr, 1) % n;
+        } else {
+            pos = psn % n;
+        }
+        port = host_label(host_path_nth(mask, pos), src->pod != dst->pod);
+        if (!is_ack)
+            host_lb_count(src->host, HLB_LABELLED);
+    } else {
+        return 0;
+    }
+    __u16 be = TB_BE16(port);
+    __u32 off = sizeof(struct tb_eth) + sizeof(struct tb_ipv4);
+    bpf_l4_csum_replace(skb, off + 6, old_port, be, 0x20 /* BPF_F_MARK_MANGLED_0: a 0 checksum stays 0 */ | 2);
+    bpf_skb_store_bytes(skb, off, &be, 2, 0);
+    return port;
+}
+
+/* An ACK reached the sender's NIC: REPS recycles its entropy unless it echoes CE. */
+static __always_inline void host_lb_ack(__u32 scheme, __u32 flow, __u16 ev, __u32 marked, __u32 host)
+{
+    if (scheme != HOST_LB_REPS || marked)
+        return;
+    struct reps_state *st = reps.lookup(&flow);
+    if (st && reps_recycle(st, ev))
+        host_lb_count(host, HLB_GIVEUP);
+}

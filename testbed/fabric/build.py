@@ -36,7 +36,6 @@ from .netlink import Netlink, Request
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
 DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 (see README, "Choosing the rate")
 DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
-LINK_PEAK_RATIO = 0.0  # switch links' peak-rate bucket (see README, "Links"); 0: none
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
 NIC_BUCKET_FRAMES = 1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (README, "Fidelity")
@@ -64,7 +63,6 @@ class FabricSpec:
     seed: int = 1
     pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
     topology: str = "fattree"  # or "leafspine" (testbed.topology)
-    link_peak_ratio: float = LINK_PEAK_RATIO  # switch links: peak rate / line rate of a one-frame bucket (0: none)
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -277,11 +275,8 @@ class Fabric:
         on a host (egress and ingress), ingress on a switch port."""
         spec = self.spec
         reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
-        frame = spec.mtu + ETH_HLEN
-        peak = int(spec.rate_bps * spec.link_peak_ratio) if spec.link_peak_ratio > 1 and not node.is_host else 0
         for p in self.tree.ports_of[node.name]:
-            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes, peak_bps=peak,
-                                          peak_burst_bytes=frame if peak else 0))
+            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
             reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
         return reqs
 

@@ -118,8 +118,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
                        "burst_bytes": spec.burst, "nic_burst_bytes": spec.nic_burst,
-                       "nic_peak_ratio": NIC_PEAK_RATIO, "link_peak_ratio": spec.link_peak_ratio,
-                       "buffer_bytes": spec.buffer_bytes},
+                       "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:

@@ -119,6 +119,6 @@ static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now
         __sync_fetch_and_add(&q->nic_b2b, 1);
     if (last && gap > q->nic_gap_max_ns)
         q->nic_gap_max_ns = gap;
-    q->nic_last_data_ns = now;
     q->nic_data_bytes = q->rx_bytes; /* every frame the NIC sent up to this data frame, ACKs included */
+    q->nic_last_data_ns = q->last_rx_ns; /* on the same clock as first_rx_ns (queue_sub) */
 }

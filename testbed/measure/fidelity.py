@@ -127,6 +127,7 @@ class Evidence:
     nic_late_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> last frame behind a periodic NIC
     timing_excess_pkts: float = 0.0  # largest start offset + NIC lateness (metrics.timing_excess_pkts)
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
+    nic_stamped: bool = False  # NIC departures from the kernel's hand-over stamps (testbed.fabric.rx_timestamps)
 
     @property
     def timing_excess_share(self) -> float:
@@ -154,6 +155,7 @@ class Verdict:
     delivery: dict[str, Any]
     max_giveups: int
     cpu_awake: bool
+    nic_stamped: bool
     nic_late_pkts: float
     timing_excess_pkts: float
     timing_excess_share: float
@@ -243,7 +245,7 @@ def verdict(e: Evidence) -> Verdict:
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
         delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted}, max_giveups=e.max_giveups,
-        cpu_awake=e.cpu_awake, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
+        cpu_awake=e.cpu_awake, nic_stamped=e.nic_stamped, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
         timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
         nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),

@@ -28,7 +28,7 @@ from traffic.workloads import Flow
 from ..dataplane import control, switches
 from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, Maps, RunCfg
 from ..dataplane.schemes import Scheme, SchemeConfig
-from ..fabric import cpu_latency, links, netns, state
+from ..fabric import cpu_latency, links, netns, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_PEAK_RATIO, Fabric, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
@@ -122,9 +122,9 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
     try:
-        with cpu_latency.awake() as awake:
+        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped:
             return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
-                            list(discarded or []), rho, faults.Timeline(tree, actions), awake)
+                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped)
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -165,7 +165,7 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
              bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
-             timeline: faults.Timeline, cpu_awake: bool) -> Result:
+             timeline: faults.Timeline, cpu_awake: bool, stamped: bool) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     bound, bound_ff = bounds
@@ -235,7 +235,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     verdict = fidelity.verdict(fidelity.Evidence(
         pacing, service, metrics.start_skew_ns(tree, flows, ports) / 1e9, t_pkt, burst, stall, b2b, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt))
+        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9

@@ -134,7 +134,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks)
-    params.flows(tree)  # the workload must be valid on this fabric before anything is touched
+    params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
     if a.events:
         from ..run.faults import parse_timeline
 
@@ -193,7 +193,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     for c in configs:  # every cell's parameters are valid before anything is touched
         RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
-                  buffer_ref=a.buffer_ref).flows(tree)
+                  buffer_ref=a.buffer_ref).check_fabric(tree)
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"

@@ -27,7 +27,7 @@ from traffic.workloads import Flow
 
 from ..dataplane import control, switches
 from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, Maps, RunCfg
-from ..dataplane.schemes import Scheme, SchemeConfig
+from ..dataplane.schemes import SchemeConfig
 from ..fabric import cpu_latency, links, netns, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_PEAK_RATIO, Fabric, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
@@ -63,9 +63,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
     if p.scheme is not None:
         SchemeConfig(p.scheme.switch_scheme, p.pipe_size).validate(tree.switch_ports)
-        if p.scheme.switch_scheme is Scheme.HOST_ROUTED and not switches.host_routable(tree):
-            raise RunError(f"{p.scheme.label} labels every path of a pair of edge switches in 64 bits: this fabric "
-                           f"has {tree.w * tree.w} between pods (fat trees up to k=16, leaf-spines up to k=64)")
+    p.check_fabric(tree)
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")

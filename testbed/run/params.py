@@ -12,6 +12,7 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
 from ..dataplane.schemes import Scheme
+from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.units import QueueThreshold, parse_threshold
 
@@ -81,6 +82,15 @@ class RunParams:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
                             self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas,
                             self.order)
+
+    def check_fabric(self, tree: FatTree) -> None:
+        """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a
+        host-routed scheme can label every path (64 path bits per pair of edge switches)."""
+        self.flows(tree)
+        if self.scheme is not None and self.scheme.switch_scheme is Scheme.HOST_ROUTED and not host_routable(tree):
+            raise RunError(f"{self.scheme.label} labels every path of a pair of edge switches in 64 bits: this "
+                           f"fabric has {tree.w * tree.w} between pods (fat trees up to k=16, leaf-spines up to "
+                           f"k=64)")
 
     def flows(self, tree: FatTree) -> list[Flow]:
         """The workload's flows on `tree`; a RunError if the fabric cannot carry them (see check_flows)."""

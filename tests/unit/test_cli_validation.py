@@ -48,6 +48,12 @@ BAD = [
     ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "3"),
     ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "0"),
     ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "pofan", "--pipe-size", "many"),
+    ("up", "--k", "4", "--scheme", "reps"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "reps"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--ecn-threshold", "lots"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--ecn-threshold", "120%"),
+    ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "drb", "--k", "18"),
+    ("compare", "--schemes", "ofan,reps", "--size", "1MB"),
     ("frobnicate",),
 ]
 
@@ -55,7 +61,8 @@ BAD = [
 @pytest.mark.parametrize("args", BAD, ids=[" ".join(a) for a in BAD])
 def test_bad_input_is_one_line_and_builds_nothing(args: tuple[str, ...]) -> None:
     before = _namespaces()
-    r = _cli(*args, "--prefix", PREFIX) if args[0] in ("up", "run", "demo") and "--prefix" not in args else _cli(*args)
+    r = (_cli(*args, "--prefix", PREFIX) if args[0] in ("up", "run", "demo", "compare") and "--prefix" not in args
+         else _cli(*args))
     assert r.returncode == 2, r
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import fabric_cmds, link_cmds, run_cmds
+from . import fabric_cmds, link_cmds, run_cmds, sweep_cmds
 from .args import Parser, UsageError
 
 # name -> (adds its parser, runs it), in the order `testbed --help` lists them
@@ -31,6 +31,8 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "clean": (fabric_cmds.add_clean, fabric_cmds.cmd_clean),
     "ping": (fabric_cmds.add_ping, fabric_cmds.cmd_ping),
     "compare": (run_cmds.add_compare, run_cmds.cmd_compare),
+    "sweep": (sweep_cmds.add_sweep, sweep_cmds.cmd_sweep),
+    "report": (sweep_cmds.add_report, sweep_cmds.cmd_report),
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
 }

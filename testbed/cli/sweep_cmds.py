@@ -1,0 +1,145 @@
+"""The sweep command: a matrix of runs into one resumable directory, with a
+progress bar; `report` renders a sweep directory from its files alone."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import Any
+
+from traffic.workloads import WORKLOADS
+
+from ..run.params import RunError
+from . import args
+from .run_cmds import add_ecn, add_wait
+
+DEFAULT_SCHEMES = "ecmp,rps,ar,ofan,pofan:4"
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
+
+
+def seeds(text: str) -> tuple[int, ...]:
+    """'3' is seeds 1, 2, 3; '1,5,9' those seeds."""
+    vals = int_list(text)
+    if not vals or any(v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"seeds are positive integers, got {text!r}")
+    return tuple(range(1, vals[0] + 1)) if len(vals) == 1 and "," not in text else vals
+
+
+def sizes(text: str) -> tuple[int, ...]:
+    return tuple(args.size(x) for x in text.split(",") if x.strip())
+
+
+def loads(text: str) -> tuple[float, ...]:
+    return tuple(args.load(x) for x in text.split(",") if x.strip())
+
+
+def probabilities(text: str) -> tuple[float, ...]:
+    try:
+        vals = tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"failure probabilities are numbers, got {text!r}") from None
+    if not vals or any(not 0 <= v < 1 for v in vals):
+        raise argparse.ArgumentTypeError(f"failure probabilities must be in [0, 1), got {text!r}")
+    return vals
+
+
+def workloads(text: str) -> tuple[str, ...]:
+    vals = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [w for w in vals if w not in WORKLOADS]
+    if bad or not vals:
+        raise argparse.ArgumentTypeError(f"unknown workload {bad[0] if bad else text!r} (choose from "
+                                         f"{', '.join(WORKLOADS)})")
+    return vals
+
+
+def ks(text: str) -> tuple[int, ...]:
+    return tuple(args.k_value(x) for x in text.split(",") if x.strip())
+
+
+def add_sweep(sub: Any) -> None:
+    sw = sub.add_parser("sweep", help="run a matrix of schemes, workloads, sizes, loads, failures, k and seeds")
+    sw.add_argument("--schemes", default=DEFAULT_SCHEMES, help=f"comma-separated (default {DEFAULT_SCHEMES})")
+    sw.add_argument("--workloads", type=workloads, default=("permutation",), help="comma-separated (default permutation)")
+    sw.add_argument("--sizes", type=sizes, default=(1 << 20,), help="comma-separated, bytes per flow (default 1MB)")
+    sw.add_argument("--loads", type=loads, default=(1.0,), help="comma-separated (default 1.0)")
+    sw.add_argument("--failures", type=probabilities, default=(0.0,),
+                    help="comma-separated probabilities of each switch link failing (default 0): hosts paced at "
+                         "rho_max")
+    sw.add_argument("--k", type=ks, default=(4,), help="comma-separated fabric sizes (default 4)")
+    sw.add_argument("--payloads", type=sizes, default=(4096,), help="comma-separated payload bytes (default 4096)")
+    sw.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
+    sw.add_argument("--seeds", type=seeds, default=(1, 2, 3), help="N (seeds 1..N) or a list (default 3)")
+    sw.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps needs it)")
+    sw.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
+    sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
+    sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
+    add_ecn(sw)
+    add_wait(sw)
+    args.add_topology(sw)
+    sw.add_argument("--prefix", type=args.prefix, default="tbs",
+                    help="name prefix of the sweep's own fabrics (default tbs)")
+
+
+def matrix_of(a: argparse.Namespace) -> Any:
+    from ..run.sweep import Matrix
+
+    return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
+                  a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
+                  a.inter_pod, a.retries)
+
+
+def describe(row: dict[str, Any]) -> str:
+    verdict = "valid" if row["fidelity_valid"] else "[red]INVALID[/]"
+    return (f"k={row['k']} {row['scheme']} {row['size_bytes'] // 1024} KB load {row['load']:g} s{row['seed']}: "
+            f"{100 * row['cct_increase']:+.2f} % {verdict}")
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from ..run.sweep import SweepDir, run_local
+
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
+    m = matrix_of(a)
+    d = SweepDir(a.out, m)
+    total = len(m.cells())
+    if not d.pending():
+        args.console().print(f"{a.out}: all {total} cells are done")
+    else:
+        args.need_root()
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
+                   TimeRemainingColumn())
+        t0 = time.monotonic()
+        with Progress(*columns, console=args.console(stderr=True), transient=False) as bar:
+            task = bar.add_task("sweep", total=total)
+
+            def progress(done: int, total_: int, row: dict[str, Any] | None) -> None:
+                bar.update(task, completed=done, description=describe(row) if row else "sweep")
+
+            run_local(d, a.prefix, progress, wait=a.wait)
+        args.console(stderr=True).print(f"sweep done in {time.monotonic() - t0:.0f} s")
+    from .report import render
+
+    render(a.out, console=args.console())
+    return 0
+
+
+def add_report(sub: Any) -> None:
+    rp = sub.add_parser("report", help="tables, figures and an HTML page from a sweep's files (no root needed)")
+    rp.add_argument("dir", type=Path, help="a sweep directory (testbed sweep --out, testbed paper --out)")
+    rp.add_argument("--no-html", action="store_true", help="the terminal table and PNG figures only")
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from .report import render
+
+    render(a.dir, console=args.console(), html=not a.no_html)
+    return 0

@@ -1,0 +1,315 @@
+"""Sweeps: a matrix of runs (schemes x workloads x sizes x loads x failure
+probabilities x fabric sizes x packet sizes x seeds), resumable, into one
+directory and one table.
+
+    DIR/sweep.json        the matrix; a DIR written by another matrix is refused
+    DIR/cells/NAME/       each cell's run directory (testbed.measure.results)
+    DIR/rows/NAME.json    each finished cell's row, written last and atomically:
+                          a cell with a row is done, and is never run again
+    DIR/results.parquet   every row (rebuilt from rows/ after each cell)
+
+One fabric is built per (topology, k) and kept for all its cells; the scheme
+is switched between cells by map writes, as a run does. Cells with a failure
+probability fail random links (drawn from the cell's seed, redrawn until no
+host is cut off) before the run, pace the hosts at rho_max and heal after.
+An invalid cell is re-run (same seed) up to `retries` times; the verdicts of
+the discarded attempts stay in its manifest. Killing a sweep (Ctrl-C,
+SIGKILL) loses at most the cell in progress: its half-written directory is
+removed and it runs again on resume.
+
+`execute_cell` is the unit of work: the local runner calls it on a fabric it
+keeps, the Ray runner (testbed.run.cluster) on a fabric each task builds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..dataplane import control
+from ..dataplane.schemes import SchemeConfig
+from ..fabric import clean, links, state
+from ..fabric.budget import auto_rate_bps
+from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
+from ..fabric.lock import run_lock
+from ..topology import FatTree
+from .compare import parse_schemes
+from .experiment import run_valid
+from .params import RunError, RunParams
+
+ROWS, CELLS, SPEC, TABLE = "rows", "cells", "sweep.json", "results.parquet"
+HEADERS = 58  # RoCEv2 headers on a veth (traffic.packet): a payload P needs an MTU of P + 44
+FAILURE_DRAWS = 100  # redraws of a random failure set that cuts a host off
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """What a sweep runs. Every combination is one cell per seed."""
+
+    schemes: tuple[str, ...]  # compare.parse_schemes items: "ecmp", "pofan:4", "reps", ...
+    workloads: tuple[str, ...] = ("permutation",)
+    sizes: tuple[int, ...] = (1 << 20,)
+    loads: tuple[float, ...] = (1.0,)
+    failures: tuple[float, ...] = (0.0,)  # probability of each switch link failing
+    ks: tuple[int, ...] = (4,)
+    payloads: tuple[int, ...] = (4096,)
+    seeds: tuple[int, ...] = (1, 2, 3)
+    topology: str = "fattree"
+    rate_bps: int = 0  # 0: each fabric's auto rate (for its smallest payload)
+    acks: bool = False
+    ecn_threshold: str = "10%"
+    inter_pod: bool = False
+    retries: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
+            raise RunError("a sweep needs at least one scheme, seed, size and k")
+        configs = parse_schemes(",".join(self.schemes))
+        for k in self.ks:
+            tree = FatTree(k, "tbs", self.topology)
+            for config in configs:
+                config.validate(tree.switch_ports)
+        if any(not 0 <= p < 1 for p in self.failures):
+            raise RunError(f"failure probabilities must be in [0, 1), got {list(self.failures)}")
+        if self.retries < 0:
+            raise RunError(f"retries must be >= 0, got {self.retries}")
+        for cell in self.cells():  # every cell's parameters and workload are valid before anything is built
+            cell.params(self).check_fabric(FatTree(cell.k, "tbs", self.topology))
+
+    def configs(self) -> list[SchemeConfig]:
+        return parse_schemes(",".join(self.schemes))
+
+    def cells(self) -> list[Cell]:
+        out = []
+        for k in self.ks:
+            for payload in self.payloads:
+                for workload in self.workloads:
+                    for size in self.sizes:
+                        for load in self.loads:
+                            for failure in self.failures:
+                                for config in self.configs():
+                                    for seed in self.seeds:
+                                        out.append(Cell(config.label, config.scheme.label, config.pipe_size,
+                                                        workload, size, load, failure, k, payload, seed))
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Matrix:
+        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**fields)
+
+    def fingerprint(self) -> str:
+        return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def mtu(self) -> int:
+        return max(DEFAULT_MTU, max(self.payloads) + HEADERS - 14)
+
+    def rate_for(self, k: int) -> int:
+        """The line rate of the k fabric: as given, or the auto rate of its smallest payload (the most
+        packets per second), counting the ACKs."""
+        if self.rate_bps:
+            return self.rate_bps
+        return auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.acks)
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a sweep."""
+
+    label: str  # the scheme configuration's label: ecmp, 4ofan, reps, ...
+    scheme: str
+    pipe_size: int
+    workload: str
+    size: int
+    load: float
+    failure: float
+    k: int
+    payload: int
+    seed: int
+
+    @property
+    def name(self) -> str:
+        return (f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}-"
+                f"{self.label}-s{self.seed}")
+
+    def params(self, m: Matrix) -> RunParams:
+        from ..dataplane.schemes import Scheme
+
+        return RunParams(self.workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
+                         payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
+                         ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0)
+
+
+# -- the rows ----------------------------------------------------------------
+FIDELITY_FIELDS = ("valid", "pacing_error_max", "saturated_service_min", "softnet_drops", "cpu_busy", "cpu_busiest",
+                   "cpu_steal", "start_skew_pkts", "nic_burst_pkts", "nic_stall_pkts", "nic_late_pkts",
+                   "timing_excess_share", "max_giveups")
+SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
+
+
+def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_links: list[str]) -> dict[str, Any]:
+    """One results.parquet row: the cell, and every number of `run --json` that is one number."""
+    row: dict[str, Any] = {"cell": cell.name, "topology": topology, **{f"cell_{k}": v for k, v in asdict(cell).items()}}
+    for key in ("scheme", "workload", "k", "hosts", "size_bytes", "load", "rate_bps", "host_rate_bps", "seed", "flows",
+                "acks", "cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
+                "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received", "drops", "utilisation",
+                "ecn_marked"):
+        row[key] = r[key]
+    for stage, q in r["queues"].items():
+        row[f"queue_{stage}_avg_pkts"] = float(q["avg_pkts"])
+        row[f"queue_{stage}_max_pkts"] = int(q["max_pkts"])
+    row["max_queue_pkts"] = max(int(r["queues"][s]["max_pkts"]) for s in SWITCH_STAGES)
+    for stage, v in r["overload"].items():
+        row[f"overload_{stage}"] = float(v)
+    for name, v in r["drops_detail"].items():
+        row[f"drops_{name}"] = int(v)
+    f = r["fidelity"]
+    for name in FIDELITY_FIELDS:
+        row[f"fidelity_{name}"] = f[name]
+    row["fidelity_reasons"] = "; ".join(f["reasons"])
+    for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups"):
+        row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
+    row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
+    row["failed_links"] = ",".join(failed_links)
+    row["attempts"] = 1 + len(r["discarded_attempts"])
+    row["discarded"] = json.dumps(r["discarded_attempts"])
+    row["wall_s"] = wall_s
+    row["run_dir"] = r["out_dir"]
+    return row
+
+
+# -- the directory ------------------------------------------------------------------
+class SweepDir:
+    """A sweep's directory: its matrix, finished rows and cell directories."""
+
+    def __init__(self, path: Path, matrix: Matrix) -> None:
+        self.path = Path(path)
+        self.matrix = matrix
+        spec = self.path / SPEC
+        if spec.exists():
+            old = json.loads(spec.read_text())
+            if old.get("fingerprint") != matrix.fingerprint():
+                raise RunError(f"{self.path} holds another sweep ({old.get('matrix', {}).get('schemes')}, ...): "
+                               f"choose another --out")
+        else:
+            self.path.mkdir(parents=True, exist_ok=True)
+            _write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(),
+                               "created": time.time()})
+        (self.path / ROWS).mkdir(exist_ok=True)
+        (self.path / CELLS).mkdir(exist_ok=True)
+
+    def done(self) -> set[str]:
+        return {p.stem for p in (self.path / ROWS).glob("*.json")}
+
+    def pending(self) -> list[Cell]:
+        done = self.done()
+        return [c for c in self.matrix.cells() if c.name not in done]
+
+    def cell_dir(self, cell: Cell) -> Path:
+        return self.path / CELLS / cell.name
+
+    def fresh_cell_dir(self, cell: Cell) -> Path:
+        """The cell's directory, emptied of what an interrupted attempt left."""
+        d = self.cell_dir(cell)
+        shutil.rmtree(d, ignore_errors=True)
+        for stale in d.parent.glob(f".{cell.name}.attempt*"):
+            shutil.rmtree(stale, ignore_errors=True)
+        return d
+
+    def write_row(self, row: dict[str, Any]) -> None:
+        _write_json(self.path / ROWS / f"{row['cell']}.json", row)
+        self.write_table()
+
+    def rows(self) -> list[dict[str, Any]]:
+        order = {c.name: i for i, c in enumerate(self.matrix.cells())}
+        rows = [json.loads(p.read_text()) for p in (self.path / ROWS).glob("*.json")]
+        return sorted(rows, key=lambda r: order.get(r["cell"], len(order)))
+
+    def write_table(self) -> pd.DataFrame:
+        df = pd.DataFrame(self.rows())
+        tmp = self.path / f".{TABLE}.tmp"
+        df.to_parquet(tmp, index=False)
+        os.replace(tmp, self.path / TABLE)
+        return df
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.parent / f".{path.name}.tmp"
+    tmp.write_text(json.dumps(obj, indent=1, default=str))
+    os.replace(tmp, path)
+
+
+# -- running -------------------------------------------------------------------------
+def failure_set(tree: FatTree, p: float, seed: int) -> list[Any]:
+    """Random switch-link failures with probability p, drawn from `seed`, redrawn (seed + 7919 i) until no
+    host is cut off from another."""
+    for i in range(FAILURE_DRAWS):
+        failed = control.random_failures(tree, p, seed + 7919 * i)
+        if not control.unreachable_pairs(tree, failed):
+            return failed
+    raise RunError(f"no failure set with p={p} leaves every host connected after {FAILURE_DRAWS} draws")
+
+
+def execute_cell(fab: Fabric, m: Matrix, cell: Cell, out_dir: Path) -> dict[str, Any]:
+    """Run one cell on a fabric that is up (its failures applied and healed around it); its row."""
+    t0 = time.monotonic()
+    failed = failure_set(fab.tree, cell.failure, cell.seed) if cell.failure > 0 else []
+    if failed:
+        links.set_and_wait(fab.tree, failed, up=False)
+    try:
+        r = run_valid(fab, cell.params(m), out_dir, attempts=m.retries + 1).to_json()
+    finally:
+        if failed:
+            links.set_and_wait(fab.tree, failed, up=True)
+    return flatten(r, cell, m.topology, time.monotonic() - t0, [ln.name for ln in failed])
+
+
+Progress = Callable[[int, int, dict[str, Any] | None], None]  # (done, total, last row)
+
+
+@contextmanager
+def fabric_for(m: Matrix, k: int, prefix: str) -> Iterator[Fabric]:
+    """The sweep's fabric for one k, under its own prefix; leftovers of a killed sweep under that prefix (its
+    run lock free: nobody uses them) are cleaned first, a fabric that is up (`testbed up`) is refused."""
+    st = state.load(prefix)
+    if st is not None and st.complete and any(clean.ours(pid) for pid in st.pids):
+        raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
+    clean.clean(prefix)
+    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=m.mtu())
+    with Fabric(spec) as fab:
+        yield fab
+
+
+def run_local(d: SweepDir, prefix: str, progress: Progress = lambda done, total, row: None,
+              wait: bool = False) -> pd.DataFrame:
+    """Every pending cell on this machine, one fabric per k; returns the whole table."""
+    m = d.matrix
+    total = len(m.cells())
+    pending = d.pending()
+    progress(total - len(pending), total, None)
+    with run_lock(prefix, wait=wait):
+        for k in m.ks:
+            cells = [c for c in pending if c.k == k]
+            if not cells:
+                continue
+            with fabric_for(m, k, prefix) as fab:
+                for cell in cells:
+                    row = execute_cell(fab, m, cell, d.fresh_cell_dir(cell))
+                    d.write_row(row)
+                    progress(len(d.done()), total, row)
+    return d.write_table()
+
+

@@ -1,0 +1,152 @@
+"""Sweeps through the CLI: a 2 x 2 x 2 matrix killed with SIGKILL and resumed
+gives the rows of an uninterrupted one without re-running finished cells;
+a directory written by another matrix is refused; the report is made from
+the files alone by a user without root."""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from .helpers import TIMING_RATE_BPS, cli, leftovers
+
+pytestmark = pytest.mark.root
+
+PREFIX = "tsw"
+ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB,512KB", "--seeds", "2", "--rate", f"{TIMING_RATE_BPS}bit",
+        "--prefix", PREFIX]
+DETERMINISTIC = ["cell", "scheme", "seed", "size_bytes", "k", "hosts", "flows", "packets_sent", "cct_lower_bound_s",
+                 "rate_bps"]
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def sweep(out: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return cli("sweep", *ARGS, "--out", str(out), *extra, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("sweep") / "whole"
+    r = sweep(out)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Path) -> None:
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    rows = out / "rows"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if rows.is_dir() and len(list(rows.glob("*.json"))) >= 3:
+            break
+        time.sleep(0.01)
+    assert proc.poll() is None, "the sweep finished before it could be killed"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    finished = {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json")}
+    assert 3 <= len(finished) < 8
+    assert leftovers(PREFIX)  # the killed sweep's fabric is still there: the resumed one must cope
+
+    r = sweep(out)
+    assert r.returncode == 0, r.stderr
+    assert {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json") if p.name in finished} == finished, \
+        "a finished cell was run again"
+    a = pd.read_parquet(uninterrupted / "results.parquet")
+    b = pd.read_parquet(out / "results.parquet")
+    assert len(a) == len(b) == 8
+    pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
+    assert b["drops"].sum() == 0 and (b["packets_received"] == b["packets_sent"]).all()
+    # timing: ECMP's collisions are fixed by the seed, so its CCT repeats; Ofan's stays within a per cent
+    for scheme, tol in (("ecmp", 0.02), ("ofan", 0.01)):
+        x, y = (d[d["scheme"] == scheme]["cct_increase"].to_numpy() for d in (a, b))
+        assert abs(x - y).max() <= tol * (1 + abs(x).max()), (scheme, x, y)
+    assert not leftovers(PREFIX)
+
+
+def test_another_matrix_is_refused(uninterrupted: Path) -> None:
+    r = cli("sweep", *ARGS[:-2], "--schemes", "ecmp", "--out", str(uninterrupted), "--prefix", PREFIX)
+    assert r.returncode == 2
+    assert r.stderr.strip().count("\n") == 0 and "holds another sweep" in r.stderr
+
+
+def test_finished_sweep_runs_nothing(uninterrupted: Path) -> None:
+    before = (uninterrupted / "results.parquet").stat().st_mtime_ns
+    r = sweep(uninterrupted)
+    assert r.returncode == 0 and "all 8 cells are done" in r.stdout
+    rows = json.loads((uninterrupted / "sweep.json").read_text())
+    assert rows["matrix"]["schemes"] == ["ecmp", "ofan"]
+    assert (uninterrupted / "results.parquet").stat().st_mtime_ns >= before
+
+
+def test_report_needs_no_root(uninterrupted: Path) -> None:
+    """As nobody, on a copy of the sweep: the table, the growth exponents, the figures and the page."""
+    base = Path(tempfile.mkdtemp(prefix="tsw-report-"))  # pytest's own tmp is root's alone
+    try:
+        base.chmod(0o755)
+        copy = base / "copy"
+        shutil.copytree(uninterrupted, copy)
+        nobody = pwd.getpwnam("nobody").pw_uid
+        for p in [base, copy, *copy.rglob("*")]:
+            os.chown(p, nobody, -1)
+        r = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "testbed.cli", "report",
+                            str(copy)], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
+                           env={**os.environ, "HOME": str(base), "MPLCONFIGDIR": str(base / "mpl")})
+        assert r.returncode == 0, r.stderr
+        assert "growth with the message size" in r.stdout and "ofan" in r.stdout
+        assert (copy / "report.html").stat().st_size > 10_000
+        pngs = list((copy / "figures").glob("*.png"))
+        assert len(pngs) >= 3 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
+                                      for p in pngs)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+def test_report_page_in_a_real_browser(uninterrupted: Path, tmp_path: Path) -> None:
+    """Debian's chromium, headless, through selenium and chromedriver: the page loads without console errors
+    and shows the table and every figure; a screenshot is kept in test-artifacts/."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    r = cli("report", str(uninterrupted))
+    assert r.returncode == 0, r.stderr
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1300,4000"):
+        opts.add_argument(flag)
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    try:
+        driver.get((uninterrupted / "report.html").as_uri())
+        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        assert errors == []
+        rows = driver.find_elements(By.CSS_SELECTOR, "table.summary tbody tr")
+        assert len(rows) == 4  # 2 schemes x 2 sizes
+        assert "ofan" in driver.find_element(By.CSS_SELECTOR, "table.growth").text
+        imgs = driver.find_elements(By.TAG_NAME, "img")
+        assert len(imgs) == len(list((uninterrupted / "figures").glob("*.png"))) >= 3
+        for img in imgs:
+            assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 100
+        ARTIFACTS.mkdir(exist_ok=True)
+        shot = ARTIFACTS / "report.png"
+        assert driver.save_screenshot(str(shot)) and shot.stat().st_size > 20_000
+    finally:
+        driver.quit()

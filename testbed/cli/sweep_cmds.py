@@ -80,6 +80,9 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
+    sw.add_argument("--cluster", default=None,
+                    help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
+                         "ray://HOST:PORT; nodes started with --resources '{\"testbed_fabric\": 1}' (README)")
     add_ecn(sw)
     add_wait(sw)
     args.add_topology(sw)
@@ -114,7 +117,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if not d.pending():
         args.console().print(f"{a.out}: all {total} cells are done")
     else:
-        args.need_root()
+        if a.cluster is None:
+            args.need_root()  # the nodes of a cluster build the fabrics, not this machine
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())
         t0 = time.monotonic()
@@ -124,7 +128,12 @@ def cmd_sweep(a: argparse.Namespace) -> int:
             def progress(done: int, total_: int, row: dict[str, Any] | None) -> None:
                 bar.update(task, completed=done, description=describe(row) if row else "sweep")
 
-            run_local(d, a.prefix, progress, wait=a.wait)
+            if a.cluster is not None:
+                from ..run.cluster import run_ray
+
+                run_ray(d, "auto" if a.cluster == "ray" else a.cluster, progress)
+            else:
+                run_local(d, a.prefix, progress, wait=a.wait)
         args.console(stderr=True).print(f"sweep done in {time.monotonic() - t0:.0f} s")
     from .report import render
 

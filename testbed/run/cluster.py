@@ -1,0 +1,110 @@
+"""Sweeps over several machines: each cell a Ray task on a node of a Ray
+cluster, the results back in the driver's sweep directory.
+
+A node is a whole quiet machine with root and the project's setup, started
+with a custom resource that says it can hold one fabric:
+
+    sudo .venv/bin/ray start --address HEAD:6379 --resources '{"testbed_fabric": 1}'
+
+so each node runs one cell at a time (a cell needs the machine to itself:
+two fabrics on two cores would distort each other's timing). A task builds
+the cell's fabric on its node, runs the cell into a node-local staging
+directory (/run/testbed/ray/SWEEP/CELL, with the worker's pid), and returns
+the row and the cell's directory as a tar archive; the driver unpacks it
+into DIR/cells and writes the row, exactly as the local runner does, so
+resuming is the same. A task whose worker dies (the node is lost, the
+process killed) is re-run by Ray elsewhere or on the same node; the fabric
+the dead worker left under the node's prefix is cleaned by the next task
+(its run lock is free).
+
+Nothing of Ray is imported unless a sweep asks for a cluster.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import tarfile
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..fabric.lock import run_lock
+from ..fabric.state import STATE_DIR
+from .sweep import Cell, Matrix, Progress, SweepDir, execute_cell, fabric_for
+
+RESOURCE = "testbed_fabric"
+NODE_PREFIX = "tbr"  # the prefix of the fabric a node builds for a task (one task per node at a time)
+STAGING = Path(STATE_DIR) / "ray"
+TASK_RETRIES = 3
+
+
+def run_cell_on_node(matrix: dict[str, Any], cell: dict[str, Any], sweep_id: str) -> tuple[dict[str, Any], bytes]:
+    """The body of a task, on a node: one cell on a fabric of its own; (row, the cell's directory as tar)."""
+    m, c = Matrix.from_json(matrix), Cell(**cell)
+    _remove_dead_stages()
+    stage = STAGING / sweep_id / c.name
+    shutil.rmtree(stage, ignore_errors=True)
+    stage.mkdir(parents=True)
+    (stage / "worker.pid").write_text(str(os.getpid()))
+    try:
+        with run_lock(NODE_PREFIX), fabric_for(m, c.k, NODE_PREFIX) as fab:
+            row = execute_cell(fab, m, c, stage / "run")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+            tar.add(stage / "run", arcname=c.name)
+        return row, buf.getvalue()
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+def _remove_dead_stages() -> None:
+    """Staging directories of tasks whose worker died (killed, or its driver gone) on this node."""
+    for pidfile in STAGING.glob("*/*/worker.pid"):
+        try:
+            os.kill(int(pidfile.read_text()), 0)
+        except (ProcessLookupError, ValueError):
+            shutil.rmtree(pidfile.parent, ignore_errors=True)
+        except (FileNotFoundError, PermissionError):
+            continue
+
+
+def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, row: None,
+            init: Callable[..., Any] | None = None) -> pd.DataFrame:
+    """Every pending cell as a Ray task on the cluster at `address` ("auto": the one this machine is part
+    of; or HOST:PORT, ray://HOST:PORT); returns the whole table."""
+    import ray
+
+    if not ray.is_initialized():
+        host = address.removeprefix("ray://").rsplit(":", 1)[0]
+        local = {"_node_ip_address": host} if host.startswith("127.") else {}  # a cluster on loopback only
+        (init or ray.init)(address=address, logging_level="WARNING", log_to_driver=False, **local)
+    if not ray.cluster_resources().get(RESOURCE):
+        raise RuntimeError(f"the Ray cluster at {address} has no node with the {RESOURCE!r} resource: start "
+                           f"nodes with ray start --resources '{{\"{RESOURCE}\": 1}}'")
+    task = ray.remote(resources={RESOURCE: 1}, max_retries=TASK_RETRIES, num_cpus=0)(run_cell_on_node)
+    m = d.matrix
+    total = len(m.cells())
+    pending = d.pending()
+    progress(total - len(pending), total, None)
+    sweep_id = m.fingerprint()
+    futures = {task.remote(m.to_json(), asdict(cell), sweep_id): cell for cell in pending}
+    while futures:
+        ready, _ = ray.wait(list(futures), num_returns=1)
+        cell = futures.pop(ready[0])
+        row, archive = ray.get(ready[0])
+        target = d.fresh_cell_dir(cell)
+        with tarfile.open(fileobj=io.BytesIO(archive), mode="r:gz") as tar:
+            members = tar.getmembers()
+            for mem in members:  # only the cell's own files, no links, nothing outside its directory
+                if not (mem.isfile() or mem.isdir()) or Path(mem.name).parts[0] != cell.name or ".." in mem.name:
+                    raise RuntimeError(f"unexpected entry {mem.name!r} in the archive of cell {cell.name}")
+            tar.extractall(target.parent, members=members)
+        row["run_dir"] = str(target)
+        d.write_row(row)
+        progress(len(d.done()), total, row)
+    return d.write_table()

@@ -77,12 +77,14 @@ def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, 
             init: Callable[..., Any] | None = None) -> pd.DataFrame:
     """Every pending cell as a Ray task on the cluster at `address` ("auto": the one this machine is part
     of; or HOST:PORT, ray://HOST:PORT); returns the whole table."""
-    import ray
+    import logging
+
+    ray: Any = __import__("ray")  # untyped for mypy: Ray's own annotations are partial
 
     if not ray.is_initialized():
         host = address.removeprefix("ray://").rsplit(":", 1)[0]
-        local = {"_node_ip_address": host} if host.startswith("127.") else {}  # a cluster on loopback only
-        (init or ray.init)(address=address, logging_level="WARNING", log_to_driver=False, **local)
+        local: dict[str, Any] = {"_node_ip_address": host} if host.startswith("127.") else {}  # loopback only
+        (init or ray.init)(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
     if not ray.cluster_resources().get(RESOURCE):
         raise RuntimeError(f"the Ray cluster at {address} has no node with the {RESOURCE!r} resource: start "
                            f"nodes with ray start --resources '{{\"{RESOURCE}\": 1}}'")

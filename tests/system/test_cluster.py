@@ -109,7 +109,7 @@ def test_cluster_sweep_matches_local_and_survives_a_killed_worker(ray_head: str,
             except (FileNotFoundError, ProcessLookupError, ValueError):
                 continue  # the cell ended between the look and the kill
         time.sleep(0.005)
-    stdout, stderr = proc.communicate(timeout=600)
+    _, stderr = proc.communicate(timeout=600)
     assert proc.returncode == 0, stderr
     assert killed is not None, "no cell was seen running"
     a = pd.read_parquet(local / "results.parquet")

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "compare": (run_cmds.add_compare, run_cmds.cmd_compare),
     "sweep": (sweep_cmds.add_sweep, sweep_cmds.cmd_sweep),
     "report": (sweep_cmds.add_report, sweep_cmds.cmd_report),
+    "paper": (sweep_cmds.add_paper, sweep_cmds.cmd_paper),
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
 }

@@ -251,38 +251,47 @@ def cmd_plot(a: argparse.Namespace) -> int:
     return 0
 
 
+DEMO_SCHEMES = "ecmp,rps,ar,reps,ofan,pofan:4"
+
+
 def add_demo(sub: Any) -> None:
-    demo = sub.add_parser("demo", help="k=4, 1MB permutation at load 1.0 under ECMP and Ofan, side by side")
+    demo = sub.add_parser("demo", help="a small sweep: k=4, ECMP, RPS, AR, REPS, Ofan and 4Ofan, two sizes, one "
+                                       "seed; the table and an HTML report")
     demo.add_argument("--k", type=args.k_value, default=4)
-    demo.add_argument("--size", type=args.size, default=1 << 20)
+    demo.add_argument("--sizes", default="256KB,1MB", help="comma-separated bytes per flow (default 256KB,1MB)")
+    demo.add_argument("--schemes", default=DEMO_SCHEMES, help=f"comma-separated (default {DEMO_SCHEMES})")
     demo.add_argument("--load", type=args.load, default=1.0)
     demo.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    demo.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/<time>-demo)")
     add_wait(demo)
     args.add_topology(demo)
     args.add_common(demo)
 
 
 def cmd_demo(a: argparse.Namespace) -> int:
-    from ..run.experiment import run_valid
-    from .tables import compare_table
+    from ..run.sweep import Matrix, SweepDir, run_local
+    from .report import render
+    from .sweep_cmds import describe
 
-    topology = a.topology or "fattree"
-    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
-    spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, seed=a.seed, topology=topology)
+    schemes = tuple(x.strip() for x in a.schemes.split(",") if x.strip())
+    sizes = tuple(args.size(x) for x in a.sizes.split(",") if x.strip())
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
+    m = Matrix(schemes, sizes=sizes, loads=(a.load,), ks=(a.k,), seeds=(a.seed,), topology=a.topology or "fattree",
+               rate_bps=a.rate, acks="reps" in schemes, retries=a.retries)
+    out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-demo"
     args.need_root()
+    d = SweepDir(out, m)
     con = args.console()
-    results = []
-    with run_lock(a.prefix, wait=a.wait), Fabric(spec) as fab:
-        con.print(f"built k={a.k} {spec.topology} ({fab.tree.n_hosts} hosts, {len(fab.tree.links)} links) "
-                  f"in {fab.times.total_s:.2f} s; link rate {format_rate(rate)}")
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-        for scheme in (Scheme.ECMP, Scheme.OFAN):
-            out = Path("results") / f"{stamp}-demo-{scheme.label}"
-            results.append(run_valid(fab, RunParams("permutation", a.size, a.load, scheme, a.seed), out,
-                                     attempts=max(0, a.retries) + 1).to_json())
-    con.print(compare_table(results, title=f"random permutation, {a.size} B per host, load {a.load}, k={a.k}"))
-    con.print(f"fabric torn down; results in {', '.join(r['out_dir'] for r in results)}")
-    _warn_if_invalid(results)
+    con.print(f"demo: k={a.k} {m.topology}, {len(m.cells())} runs, link rate {format_rate(m.rate_for(a.k))}"
+              f"{' (ACKs on: reps needs them)' if m.acks else ''}")
+
+    def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
+        if row is not None:
+            args.console(stderr=True).print(f"[{done}/{total}] {describe(row)}")
+
+    run_local(d, a.prefix, progress, wait=a.wait)
+    render(out, console=con)
     return 0

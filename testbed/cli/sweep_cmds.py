@@ -152,3 +152,61 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     render(a.dir, console=args.console(), html=not a.no_html)
     return 0
+
+
+def add_paper(sub: Any) -> None:
+    from ..run.paper import FIGURES
+
+    pp = sub.add_parser("paper", help="reproduce one of the paper's figures (a sweep and its report), or list them")
+    pp.add_argument("figure", choices=["list", *FIGURES], help="list, or the figure to reproduce")
+    pp.add_argument("--scale", choices=("quick", "paper"), default="quick",
+                    help="quick: k=4 and minutes (default); paper: the paper's configuration where this machine "
+                         "carries it, hours")
+    pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
+    pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
+    add_wait(pp)
+    pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
+
+
+def cmd_paper(a: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from ..run.paper import FIGURES, estimate_s, matrix
+
+    if a.figure == "list":
+        t = Table(title="the paper's figures (testbed paper FIG [--scale quick|paper])")
+        for col in ("figure", "reproduces", "runs quick / paper", "wall time here, quick / paper", "not here"):
+            t.add_column(col)
+        for f in FIGURES.values():
+            t.add_row(f.name, f.reproduces, f"{len(f.quick.cells())} / {len(f.paper.cells())}",
+                      f"~{estimate_s(f.quick) / 60:.0f} min / ~{estimate_s(f.paper) / 3600:.1f} h", f.missing or "-")
+        args.console().print(t)
+        return 0
+    a.out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
+    m = matrix(a.figure, a.scale)
+    from ..run.sweep import SweepDir, run_local
+
+    d = SweepDir(a.out, m)
+    con = args.console()
+    con.print(f"{FIGURES[a.figure].reproduces}: {len(m.cells())} runs at --scale {a.scale}, about "
+              f"{estimate_s(m) / 60:.0f} min here")
+    if d.pending():
+        if a.cluster is None:
+            args.need_root()
+
+        def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
+            if row is not None:
+                args.console(stderr=True).print(f"[{done}/{total}] {describe(row)}")
+
+        if a.cluster is not None:
+            from ..run.cluster import run_ray
+
+            run_ray(d, "auto" if a.cluster == "ray" else a.cluster, progress)
+        else:
+            run_local(d, a.prefix, progress, wait=a.wait)
+    from .report import render
+
+    render(a.out, console=con)
+    if FIGURES[a.figure].missing:
+        con.print(f"[yellow]not reproduced here:[/] {FIGURES[a.figure].missing}")
+    return 0

@@ -214,8 +214,11 @@ def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> N
     assert over["fidelity"]["valid"] is False and over["fidelity"]["reasons"]
     assert "INVALID" in r.stderr
     assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
-    d = cli("demo", "--prefix", "to", "--retries", "5", "--rate", str(TIMING_RATE_BPS), cwd=tmp_path)
+    d = cli("demo", "--prefix", "to", "--retries", "5", "--rate", str(TIMING_RATE_BPS), "--schemes", "ecmp,ofan",
+            cwd=tmp_path)
     assert d.returncode == 0, d.stderr
-    for m in sorted((tmp_path / "results").glob("*/manifest.json")):
+    manifests = sorted((tmp_path / "results").glob("*-demo/cells/*/manifest.json"))
+    assert len(manifests) == 4  # two schemes, two sizes
+    for m in manifests:
         require_valid(json.loads(m.read_text()))
-    assert "INVALID" not in d.stdout + d.stderr and "valid" in d.stdout
+    assert "INVALID" not in d.stdout + d.stderr and "report.html" in d.stdout

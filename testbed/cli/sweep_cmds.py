@@ -155,10 +155,10 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def add_paper(sub: Any) -> None:
-    from ..run.paper import FIGURES
+    from ..run.paper import NAMES
 
     pp = sub.add_parser("paper", help="reproduce one of the paper's figures (a sweep and its report), or list them")
-    pp.add_argument("figure", choices=["list", *FIGURES], help="list, or the figure to reproduce")
+    pp.add_argument("figure", choices=["list", *NAMES], help="list, or the figure to reproduce")
     pp.add_argument("--scale", choices=("quick", "paper"), default="quick",
                     help="quick: k=4 and minutes (default); paper: the paper's configuration where this machine "
                          "carries it, hours")
@@ -171,13 +171,14 @@ def add_paper(sub: Any) -> None:
 def cmd_paper(a: argparse.Namespace) -> int:
     from rich.table import Table
 
-    from ..run.paper import FIGURES, estimate_s, matrix
+    from ..run.paper import estimate_s, figures, matrix
 
+    figs = figures()
     if a.figure == "list":
         t = Table(title="the paper's figures (testbed paper FIG [--scale quick|paper])")
         for col in ("figure", "reproduces", "runs quick / paper", "wall time here, quick / paper", "not here"):
             t.add_column(col)
-        for f in FIGURES.values():
+        for f in figs.values():
             t.add_row(f.name, f.reproduces, f"{len(f.quick.cells())} / {len(f.paper.cells())}",
                       f"~{estimate_s(f.quick) / 60:.0f} min / ~{estimate_s(f.paper) / 3600:.1f} h", f.missing or "-")
         args.console().print(t)
@@ -188,7 +189,7 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     d = SweepDir(a.out, m)
     con = args.console()
-    con.print(f"{FIGURES[a.figure].reproduces}: {len(m.cells())} runs at --scale {a.scale}, about "
+    con.print(f"{figs[a.figure].reproduces}: {len(m.cells())} runs at --scale {a.scale}, about "
               f"{estimate_s(m) / 60:.0f} min here")
     if d.pending():
         if a.cluster is None:
@@ -207,6 +208,6 @@ def cmd_paper(a: argparse.Namespace) -> int:
     from .report import render
 
     render(a.out, console=con)
-    if FIGURES[a.figure].missing:
-        con.print(f"[yellow]not reproduced here:[/] {FIGURES[a.figure].missing}")
+    if figs[a.figure].missing:
+        con.print(f"[yellow]not reproduced here:[/] {figs[a.figure].missing}")
     return 0

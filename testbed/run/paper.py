@@ -12,6 +12,7 @@ then ends at the last ACK, as the paper's does).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from ..fabric.budget import auto_rate_bps
@@ -37,56 +38,62 @@ def _m(schemes: tuple[str, ...], **kw: object) -> Matrix:
     return Matrix(schemes, acks=acks, **kw)  # type: ignore[arg-type]
 
 
-FIGURES: dict[str, PaperFigure] = {f.name: f for f in (
-    PaperFigure("fig1", "Fig. 1: utilisation, largest queue and CCT increase of a 1 MB permutation against the "
-                "offered load (sections 1, 2.2)",
-                _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
-                _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0), ks=(12,),
-                   seeds=tuple(range(1, 11)))),
-    PaperFigure("fig3", "Fig. 3: worst link overload per stage, inter-pod permutation, every Table 1 scheme (3.2)",
-                _m(TABLE1, inter_pod=True, seeds=(1, 2)),
-                _m(TABLE1, inter_pod=True, ks=(12,), seeds=tuple(range(1, 11))),
-                "CONGA, Choice, DLB and SGLB are not in the testbed yet"),
-    PaperFigure("fig4", "Fig. 4: largest queue and CCT increase against the message size, with growth exponents "
-                "(Theta(m), Theta(sqrt m), Theta(1); 3.5)",
-                _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=tuple(range(1, 11))),
-                "CONGA, Choice, DLB and SGLB are not in the testbed yet; RSQ is rps"),
-    PaperFigure("fig5", "Fig. 5: CCT increase against the network size (6.1)",
-                _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                _m(MAIN, ks=(4, 8, 12, 16), seeds=tuple(range(1, 11))),
-                "all-to-all panels: add --workloads all-to-all"),
-    PaperFigure("fig6", "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=tuple(range(1, 11)))),
-    PaperFigure("fig8", "Fig. 8: CCT increase against the packet size, a 0.5 MB message (6.1)",
-                _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192), seeds=(1, 2)),
-                _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,),
-                   seeds=tuple(range(1, 11))),
-                "the paper's model curve and its optimum are not drawn"),
-    PaperFigure("fig9", "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced at "
-                "rho_max (6.2)",
-                _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
-                _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=tuple(range(1, 11)))),
-    PaperFigure("fig10", "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
-                _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                _m(MAIN, topology="leafspine", ks=(64,), seeds=tuple(range(1, 4)))),
-    PaperFigure("fig11", "Fig. 11: incremental deployment of 4Ofan among AR switches (6.4)",
-                _m(("ar", "pofan:4"), seeds=(1, 2)),
-                _m(("ar", "pofan:4"), ks=(12,), seeds=tuple(range(1, 11))),
-                "the mixes themselves (random, pods, aggregation or edge switches) are set with `testbed scheme set "
-                "pofan --switches ...` and `testbed run`; a sweep runs one scheme per cell, so this gives the two "
-                "ends only"),
-    PaperFigure("fig13", "Fig. 13: MoE all-to-all-v with a hot expert, with and without EPLB (6.6)",
-                _m(MAIN, workloads=("moe",), sizes=(64 * KB,), seeds=(1, 2)),
-                _m(MAIN, workloads=("moe",), sizes=(64 * KB, 256 * KB), ks=(8,), seeds=tuple(range(1, 11))),
-                "k=8 at paper scale (all-to-all-v at k=12 needs 186,192 sockets); EPLB replicas: testbed run "
-                "--workload moe --eplb R"),
-)}
+@functools.cache
+def figures() -> dict[str, PaperFigure]:
+    """Every figure (built on first use: each matrix checks its cells)."""
+    return {f.name: f for f in (
+        PaperFigure("fig1", "Fig. 1: utilisation, largest queue and CCT increase of a 1 MB permutation against the "
+                    "offered load (sections 1, 2.2)",
+                    _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
+                    _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0), ks=(12,),
+                       seeds=tuple(range(1, 11)))),
+        PaperFigure("fig3", "Fig. 3: worst link overload per stage, inter-pod permutation, every Table 1 scheme (3.2)",
+                    _m(TABLE1, inter_pod=True, seeds=(1, 2)),
+                    _m(TABLE1, inter_pod=True, ks=(12,), seeds=tuple(range(1, 11))),
+                    "CONGA, Choice, DLB and SGLB are not in the testbed yet"),
+        PaperFigure("fig4", "Fig. 4: largest queue and CCT increase against the message size, with growth exponents "
+                    "(Theta(m), Theta(sqrt m), Theta(1); 3.5)",
+                    _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                    _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=tuple(range(1, 11))),
+                    "CONGA, Choice, DLB and SGLB are not in the testbed yet; RSQ is rps"),
+        PaperFigure("fig5", "Fig. 5: CCT increase against the network size (6.1)",
+                    _m(MAIN, ks=(4, 8), seeds=(1, 2)),
+                    _m(MAIN, ks=(4, 8, 12, 16), seeds=tuple(range(1, 11))),
+                    "all-to-all panels: add --workloads all-to-all"),
+        PaperFigure("fig6", "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
+                    _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
+                    _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=tuple(range(1, 11)))),
+        PaperFigure("fig8", "Fig. 8: CCT increase against the packet size, a 0.5 MB message (6.1)",
+                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192), seeds=(1, 2)),
+                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,),
+                       seeds=tuple(range(1, 11))),
+                    "the paper's model curve and its optimum are not drawn"),
+        PaperFigure("fig9", "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced at "
+                    "rho_max (6.2)",
+                    _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
+                    _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=tuple(range(1, 11)))),
+        PaperFigure("fig10", "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
+                    _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
+                    _m(MAIN, topology="leafspine", ks=(64,), seeds=tuple(range(1, 4)))),
+        PaperFigure("fig11", "Fig. 11: incremental deployment of 4Ofan among AR switches (6.4)",
+                    _m(("ar", "pofan:4"), seeds=(1, 2)),
+                    _m(("ar", "pofan:4"), ks=(12,), seeds=tuple(range(1, 11))),
+                    "the mixes themselves (random, pods, aggregation or edge switches) are set with `testbed scheme set "
+                    "pofan --switches ...` and `testbed run`; a sweep runs one scheme per cell, so this gives the two "
+                    "ends only"),
+        PaperFigure("fig13", "Fig. 13: MoE all-to-all-v with a hot expert, with and without EPLB (6.6)",
+                    _m(MAIN, workloads=("moe",), sizes=(64 * KB,), seeds=(1, 2)),
+                    _m(MAIN, workloads=("moe",), sizes=(64 * KB, 256 * KB), ks=(8,), seeds=tuple(range(1, 11))),
+                    "k=8 at paper scale (all-to-all-v at k=12 needs 186,192 sockets); EPLB replicas: testbed run "
+                    "--workload moe --eplb R"),
+    )}
+
+
+NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig10", "fig11", "fig13")
 
 
 def matrix(name: str, scale: str) -> Matrix:
-    f = FIGURES[name]
+    f = figures()[name]
     return f.quick if scale == "quick" else f.paper
 
 

@@ -1,0 +1,79 @@
+"""The arithmetic of sweep reports on hand-made rows: summaries over the valid seeds, and growth exponents
+that recover known powers with intervals that contain them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from testbed.measure import sweep_stats
+from testbed.run import paper
+from testbed.run.sweep import Cell, Matrix
+
+
+def rows(scheme: str, power: float, sizes: tuple[int, ...] = (1 << 18, 1 << 20, 1 << 22), seeds: int = 3,
+         noise: float = 0.05) -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    out = []
+    for size in sizes:
+        for seed in range(1, seeds + 1):
+            q = 3.0 * (size / sizes[0]) ** power * math.exp(rng.normal(0, noise))
+            out.append({"topology": "fattree", "k": 4, "workload": "permutation", "size_bytes": size, "load": 1.0,
+                        "cell_failure": 0.0, "cell_payload": 4096, "cell_label": scheme, "seed": seed,
+                        "max_queue_pkts": q, "cct_increase": q / size * 1e4, "utilisation": 0.99,
+                        "fidelity_valid": True})
+    return pd.DataFrame(out)
+
+
+@pytest.mark.parametrize("power", [1.0, 0.5, 0.0])
+def test_growth_recovers_the_power(power: float) -> None:
+    g = sweep_stats.growth(rows("x", power), "max_queue_pkts", "x")
+    assert g is not None and g.points == 9 and g.sizes == 3
+    assert g.ci95[0] <= power <= g.ci95[1]
+    assert g.exponent == pytest.approx(power, abs=0.1)
+    c = sweep_stats.growth(rows("x", power), "cct_increase", "x")
+    assert c is not None and c.exponent == pytest.approx(power - 1, abs=0.1)
+
+
+def test_growth_needs_two_sizes_and_ignores_invalid_runs() -> None:
+    one = rows("x", 0.5, sizes=(1 << 20,))
+    assert sweep_stats.growth(one, "max_queue_pkts", "x") is None
+    d = rows("x", 1.0)
+    d.loc[d["size_bytes"] == 1 << 22, "max_queue_pkts"] = 1.0  # nonsense, but in invalid runs only
+    d.loc[d["size_bytes"] == 1 << 22, "fidelity_valid"] = False
+    g = sweep_stats.growth(d, "max_queue_pkts", "x")
+    assert g is not None and g.sizes == 2 and g.exponent == pytest.approx(1.0, abs=0.15)
+
+
+def test_summary_means_valid_runs_and_counts_the_rest() -> None:
+    d = rows("x", 0.0, sizes=(1 << 20,), seeds=4, noise=0.0)
+    d.loc[0, "fidelity_valid"] = False
+    d.loc[0, "cct_increase"] = 99.0
+    s = sweep_stats.summarise(d)
+    assert len(s) == 1
+    r = s.iloc[0]
+    assert (r["runs"], r["valid"], r["left_out"]) == (4, 3, 1)
+    assert r["cct_increase_mean"] == pytest.approx(3.0 / (1 << 20) * 1e4)
+    assert r["cct_increase_sem"] == pytest.approx(0.0, abs=1e-12)
+
+
+def test_cells_have_stable_distinct_names() -> None:
+    m = Matrix(("ecmp", "pofan:4"), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2))
+    names = [c.name for c in m.cells()]
+    assert len(names) == len(set(names)) == 16
+    assert m.fingerprint() == Matrix.from_json(m.to_json()).fingerprint()
+    assert Cell(**{**m.cells()[0].__dict__}).name == names[0]
+    assert m.fingerprint() != Matrix(("ecmp",), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2)).fingerprint()
+
+
+def test_every_paper_figure_has_valid_matrices() -> None:
+    figs = paper.figures()
+    assert set(figs) == set(paper.NAMES)
+    for f in figs.values():
+        assert f.quick.cells() and len(f.paper.cells()) >= len(f.quick.cells())
+        assert paper.estimate_s(f.quick) < 15 * 60  # the quick scale is minutes
+        if "reps" in f.quick.schemes:
+            assert f.quick.acks and f.paper.acks

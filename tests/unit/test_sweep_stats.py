@@ -65,7 +65,7 @@ def test_cells_have_stable_distinct_names() -> None:
     names = [c.name for c in m.cells()]
     assert len(names) == len(set(names)) == 16
     assert m.fingerprint() == Matrix.from_json(m.to_json()).fingerprint()
-    assert Cell(**{**m.cells()[0].__dict__}).name == names[0]
+    assert Cell(**m.cells()[0].__dict__).name == names[0]
     assert m.fingerprint() != Matrix(("ecmp",), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2)).fingerprint()
 
 

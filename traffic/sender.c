@@ -18,7 +18,8 @@
  *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
  *         checksum 0, as RoCEv2 NICs send them.
  *
- * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD
+ * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS]
+ * (START_NS: the flow starts that long after the first packets; default 0)
  * argv: deadline_s sndbuf_bytes [fault]
  * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
  * sender thread of the G-th source namespace US microseconds after the
@@ -61,7 +62,8 @@ struct flow {
     int sock;
     uint64_t packets, bytes, errors;
     int noroute;
-    int started; /* its first packet was sent by the main thread (start together) */
+    uint64_t start_ns; /* when it starts, after the release (0: at once) */
+    uint32_t next_psn; /* the next packet to send (1 after a starter sent the first) */
 };
 
 struct group {            /* the flows of one source namespace */
@@ -82,6 +84,8 @@ static volatile int setup_failed;
 static int released;
 static pthread_mutex_t release_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t release = PTHREAD_COND_INITIALIZER;
+
+static double released_at; /* when the first packets went out: the flows' starts count from it */
 
 static void release_all(void)
 {
@@ -197,9 +201,9 @@ static void *start_share(void *arg)
         if (g == fault.group && fault.kind == 'l')
             continue; /* a late sender starts on its own */
         struct flow *f = first_flow(&st->groups[g]);
-        if (f) {
+        if (f && f->start_ns == 0) {
             send_packet(f, st->buf, 0);
-            f->started = 1;
+            f->next_psn = 1;
         }
     }
     return NULL;
@@ -208,6 +212,7 @@ static void *start_share(void *arg)
 /* Once every sender thread is ready: the first packet of every source, spread over the CPUs, then release. */
 static void start_together(struct group *groups, int n_groups, uint64_t maxlen)
 {
+    released_at = now_s();
     int n_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
     if (n_cpus < 1)
         n_cpus = 1;
@@ -278,23 +283,33 @@ static void *run_group(void *arg)
         free(buf);
         return NULL;
     }
-    for (uint32_t psn = 0;; psn++) {
-        int active = 0;
+    /* round robin, one packet per flow that has started and has packets left; a flow that has not started
+     * yet waits for its time (start_ns after the release), and a host with none started sleeps until one is */
+    for (;;) {
         if (now_s() > deadline_s)
             break;
+        double now = now_s();
+        int sent_any = 0;
+        double earliest = 0;
         for (int i = 0; i < g->n; i++) {
             struct flow *f = g->flows[i];
-            if ((uint64_t)psn * f->payload >= f->size || f->noroute)
+            if ((uint64_t)f->next_psn * f->payload >= f->size || f->noroute)
                 continue;
-            active = 1;
-            if (psn == 0 && f->started)
-                continue; /* sent by the main thread */
-            send_packet(f, buf, psn);
+            double start = released_at + f->start_ns * 1e-9;
+            if (now < start) {
+                earliest = earliest == 0 || start < earliest ? start : earliest;
+                continue;
+            }
+            send_packet(f, buf, f->next_psn++);
+            sent_any = 1;
             if (faulty && fault.kind == 's' && ++sent == fault.after)
                 sleep_us(fault.us);
         }
-        if (!active)
-            break;
+        if (!sent_any) {
+            if (earliest == 0)
+                break; /* every flow is done */
+            sleep_us((unsigned long)((earliest - now_s()) * 1e6) + 1);
+        }
     }
     free(buf);
     return NULL;
@@ -335,8 +350,9 @@ int main(int argc, char **argv)
             }
         }
         struct flow *f = &flows[n_flows];
-        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu", f->ns, &f->fid, f->src, &f->sport, f->dst, &f->size,
-                   &f->payload) != 7)
+        memset(f, 0, sizeof(*f)); /* realloc does not zero: counters and next_psn start at 0 */
+        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu", f->ns, &f->fid, f->src, &f->sport, f->dst, &f->size,
+                   &f->payload, &f->start_ns) < 7)
             continue;
         if (f->payload == 0 || f->size == 0)
             continue;

@@ -91,10 +91,12 @@ class Senders:
     """The senders of one collective."""
 
     def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
-                 fault: str | None = None) -> None:
+                 fault: str | None = None, line_rate_bps: int = 0) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
-        counting source hosts in order of their first flow."""
+        counting source hosts in order of their first flow. A flow with a start
+        (start_bits) begins start_bits / line_rate_bps seconds after the rest."""
+        self.line_rate_bps = line_rate_bps
         self.seed = seed
         self.fault = fault
         self.hosts = hosts
@@ -106,8 +108,9 @@ class Senders:
         lines = []
         for f in self.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
+            start_ns = round(f.start_bits / self.line_rate_bps * 1e9) if f.start_bits and self.line_rate_bps else 0
             lines.append(f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
-                         f"{f.size_bytes} {self.packetizer.payload}")
+                         f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
         return "\n".join(lines) + "\n"
 
     def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:

@@ -9,6 +9,7 @@ the same flows. Sizes are bytes of payload per flow.
 | stride | host i to host (i + S) mod n | classic fat-tree pattern |
 | moe | all-to-all-v: a traffic matrix from a file, or a skewed built-in one | section 6.6 |
 | incast | `fan_in` random senders to one random receiver | - |
+| cm | a flow list in htsim's connection-matrix format (`flows`), flows starting at their own times | - |
 
 The built-in MoE matrix gives every host SIZE x (n - 1) bytes to send,
 split over the receivers in proportion to their weights: one random "hot"
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-WORKLOADS = ("permutation", "all-to-all", "ring", "fsdp", "stride", "moe", "incast")
+WORKLOADS = ("permutation", "all-to-all", "ring", "fsdp", "stride", "moe", "incast", "cm")
 
 
 class WorkloadError(ValueError):
@@ -37,6 +38,7 @@ class Flow:
     src: int  # host id
     dst: int  # host id
     size_bytes: int
+    start_bits: float = 0.0  # when it starts, after the collective's start, as bits at line rate (time x rate)
 
 
 @dataclass(frozen=True)
@@ -52,11 +54,17 @@ class WorkloadSpec:
     hot_factor: float = 1.5
     eplb_replicas: int = 1
     order: str = "staggered"  # all-to-all, moe: the order in which each host serves its destinations
+    flows_file: str | None = None  # cm: htsim connection matrix
+    cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
 
     def __post_init__(self) -> None:
         if self.name not in WORKLOADS:
             raise WorkloadError(f"unknown workload {self.name!r} (choose from {', '.join(WORKLOADS)})")
-        if self.size_bytes <= 0 and not (self.name == "moe" and self.matrix):
+        if self.name == "cm" and not self.flows_file:
+            raise WorkloadError("the cm workload needs a flow list (--flows FILE)")
+        if self.cm_rate_bps <= 0:
+            raise WorkloadError(f"the connection matrix's rate must be > 0, got {self.cm_rate_bps}")
+        if self.size_bytes <= 0 and not (self.name == "moe" and self.matrix) and self.name != "cm":
             raise WorkloadError(f"size must be > 0, got {self.size_bytes}")
         if self.gpus_per_server < 1:
             raise WorkloadError(f"gpus per server must be >= 1, got {self.gpus_per_server}")
@@ -182,6 +190,9 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
         m = load_matrix(spec.matrix, n) if spec.matrix else moe_matrix(n, size, rng, spec.hot_factor,
                                                                        spec.eplb_replicas)
         return _flows([(s, d, m[s][d]) for s in range(n) for d in destinations(s, n, spec.order)])
+    if spec.name == "cm":
+        assert spec.flows_file is not None
+        return load_cm(spec.flows_file, n, spec.cm_rate_bps)
     # incast
     if not 1 <= spec.fan_in < n:
         raise WorkloadError(f"fan-in must be in [1, {n - 1}], got {spec.fan_in}")
@@ -194,3 +205,71 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
 def make(name: str, n_hosts: int, size_bytes: int, seed: int, fan_in: int = 2, hosts_per_pod: int = 0) -> list[Flow]:
     """Shorthand for the common parameters."""
     return make_spec(WorkloadSpec(name, size_bytes, seed, fan_in), n_hosts, hosts_per_pod or max(1, n_hosts // 4))
+
+
+def load_cm(path: str, n_hosts: int, rate_bps: int) -> list[Flow]:
+    """A flow list in htsim's connection-matrix format:
+
+        Nodes N
+        Connections C
+        SRC->DST [id I] start T size B      (one line per connection; T in microseconds)
+
+    Node i is host i in the testbed's host order (topology: h{pod}_{edge}_{i}, pods, then edges, then hosts).
+    A start time of T us was written for a `rate_bps` line: it becomes T x rate_bps bits, so a flow starts
+    the same number of packet times after the collective's start at the testbed's own rate. Flows are
+    numbered in file order; the `id` is kept only as a check (distinct). A bad line is one error naming its
+    line number."""
+    text = _read(path)
+    flows: list[Flow] = []
+    nodes = conns = None
+    ids: set[int] = set()
+    for no, raw in enumerate(text.splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        parts = line.split()
+        where = f"{path}, line {no}"
+        if parts[0] == "Nodes" and len(parts) == 2 and parts[1].isdigit():
+            nodes = int(parts[1])
+            if nodes > n_hosts:
+                raise WorkloadError(f"{where}: {nodes} nodes, but this fabric has {n_hosts} hosts")
+            continue
+        if parts[0] == "Connections" and len(parts) == 2 and parts[1].isdigit():
+            conns = int(parts[1])
+            continue
+        if nodes is None or conns is None:
+            raise WorkloadError(f"{where}: expected 'Nodes N' and 'Connections C' before the connections")
+        try:
+            src_s, dst_s = parts[0].split("->")
+            src, dst = int(src_s), int(dst_s)
+            kv = dict(zip(parts[1::2], parts[2::2]))
+            if len(parts) % 2 != 1 or not set(kv) <= {"id", "start", "size"} or "size" not in kv:
+                raise ValueError
+            start_us, size = float(kv.get("start", "0")), int(kv["size"])
+            fid = int(kv["id"]) if "id" in kv else None
+        except ValueError:
+            raise WorkloadError(f"{where}: expected 'SRC->DST [id I] start T size B', got {raw.strip()!r}") from None
+        if not (0 <= src < nodes and 0 <= dst < nodes) or src == dst:
+            raise WorkloadError(f"{where}: nodes must be distinct and below {nodes}, got {src}->{dst}")
+        if size <= 0 or start_us < 0:
+            raise WorkloadError(f"{where}: size must be > 0 and start >= 0, got size {size}, start {start_us}")
+        if fid is not None:
+            if fid in ids:
+                raise WorkloadError(f"{where}: connection id {fid} appears twice")
+            ids.add(fid)
+        flows.append(Flow(len(flows) + 1, src, dst, size, start_us * 1e-6 * rate_bps))
+    if nodes is None or conns is None:
+        raise WorkloadError(f"{path}: no 'Nodes N' / 'Connections C' header")
+    if len(flows) != conns:
+        raise WorkloadError(f"{path}: 'Connections {conns}' but {len(flows)} connection lines")
+    if not flows:
+        raise WorkloadError(f"{path}: no connection")
+    first = min(f.start_bits for f in flows)  # the collective starts with its first flow
+    return [Flow(f.fid, f.src, f.dst, f.size_bytes, f.start_bits - first) for f in flows]
+
+
+def _read(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as e:
+        raise WorkloadError(f"cannot read the flow list {path}: {e.strerror}") from None

@@ -25,7 +25,8 @@ from . import args
 def add_run(sub: Any) -> None:
     run = sub.add_parser("run", help="run a collective (on the fabric that is up, or on an ephemeral one)")
     run.add_argument("--workload", required=True, choices=WORKLOADS)
-    run.add_argument("--size", type=args.size, required=True, help="bytes per flow (units: KB, MB)")
+    run.add_argument("--size", type=args.size, default=None,
+                     help="bytes per flow (units: KB, MB); every workload but cm needs it")
     run.add_argument("--load", type=args.load, default=1.0, help="host pacing as a fraction of line rate")
     run.add_argument("--scheme", type=args.scheme, default=None,
                      help="LB scheme of every switch (default: keep each switch's scheme on a fabric that is up, "
@@ -42,6 +43,9 @@ def add_run(sub: Any) -> None:
     run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G (default 8)")
     run.add_argument("--stride", type=args.positive_int, default=None, help="stride: host i sends to i+S (default: hosts per pod)")
     run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
+    run.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")
+    run.add_argument("--cm-rate", type=args.rate, default=100_000_000_000,
+                     help="cm: the line rate the flow list's start times were written for (default 100gbit)")
     run.add_argument("--hot-factor", type=float, default=1.5, help="moe: busiest receiver gets F x the mean (default 1.5)")
     run.add_argument("--eplb", type=args.positive_int, default=1, help="moe: spread the hot receiver over R replicas")
     run.add_argument("--order", choices=ORDERS, default="staggered",
@@ -100,11 +104,14 @@ def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
 
 
 def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
-    return RunParams(a.workload, a.size, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
+    if a.size is None and a.workload != "cm":
+        raise RunError(f"--size is required for the {a.workload} workload")
+    return RunParams(a.workload, a.size or 0, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
                      hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
-                     pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref)
+                     pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
+                     flows_file=a.flows, cm_rate_bps=a.cm_rate)
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:

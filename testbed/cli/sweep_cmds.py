@@ -78,6 +78,9 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--seeds", type=seeds, default=(1, 2, 3), help="N (seeds 1..N) or a list (default 3)")
     sw.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps needs it)")
     sw.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
+    sw.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")
+    sw.add_argument("--cm-rate", type=args.rate, default=100_000_000_000,
+                    help="cm: the line rate its start times were written for (default 100gbit)")
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
@@ -95,7 +98,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
 
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
-                  a.inter_pod, a.retries)
+                  a.inter_pod, a.retries, a.flows, a.cm_rate)
 
 
 def describe(row: dict[str, Any]) -> str:

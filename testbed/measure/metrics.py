@@ -88,11 +88,41 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     (see the README, "Measurements"). The same bound serves every
     workload (the paper uses naive bounds beyond permutations). The NICs'
     bucket is `nic_burst_bytes` (default: the links' `burst_bytes`)."""
-    sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
     nic_burst = burst_bytes if nic_burst_bytes is None else nic_burst_bytes
+    if any(f.start_bits for f in flows):
+        return _bound_with_starts(flows, pk, rate_bps, host_rate_bps, burst_bytes, nic_burst, ack_frame_bytes)
+    sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
     send_s = max(max(0, b - nic_burst) * 8 / host_rate_bps for b in sent.values())
     recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
     return max(send_s, recv_s)
+
+
+def _bound_with_starts(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int, burst_bytes: int,
+                       nic_burst: int, ack_frame_bytes: int) -> float:
+    """Flows that start late (start_bits: their start at line rate): a host cannot send, nor its link deliver,
+    a flow's bytes before it starts, so for each start time t the bytes of the flows starting at t or later
+    need t plus their sending time."""
+    starts_out: dict[int, list[tuple[float, int]]] = {}
+    starts_in: dict[int, list[tuple[float, int]]] = {}
+    for f in flows:
+        t = f.start_bits / rate_bps
+        b = pk.frame_bytes(f.size_bytes)
+        a = pk.count(f.size_bytes) * ack_frame_bytes
+        starts_out.setdefault(f.src, []).append((t, b))
+        starts_in.setdefault(f.dst, []).append((t, b))
+        if a:
+            starts_out.setdefault(f.dst, []).append((t, a))
+            starts_in.setdefault(f.src, []).append((t, a))
+
+    def need(items: list[tuple[float, int]], burst: int, rate: int) -> float:
+        best, later = 0.0, 0
+        for t, b in sorted(items, reverse=True):  # latest start first: `later` = bytes starting at t or after
+            later += b
+            best = max(best, t + max(0, later - burst) * 8 / rate)
+        return best
+
+    return max(max(need(v, nic_burst, host_rate_bps) for v in starts_out.values()),
+               max(need(v, burst_bytes, rate_bps) for v in starts_in.values()))
 
 
 @dataclass(frozen=True)
@@ -215,15 +245,32 @@ def _source_ports(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
     return out
 
 
-def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample]) -> int:
+def intended_starts_ns(tree: FatTree, flows: Iterable[Flow], line_rate_bps: int) -> dict[str, float]:
+    """Per sending host, when the workload means it to start: its earliest flow's start (0 for every workload
+    but cm, whose flows start at their own times)."""
+    out: dict[str, float] = {}
+    for f in flows:
+        t = f.start_bits / line_rate_bps * 1e9 if f.start_bits and line_rate_bps else 0.0
+        name = tree.hosts[f.src].name
+        out[name] = min(out.get(name, t), t)
+    return out
+
+
+def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
+                  line_rate_bps: int = 0) -> int:
     """Spread of the sending NICs' first frames (their arrival at the edge
-    switch): 0 when every sender started at the same instant."""
-    firsts = [s.first_rx_ns for s in _source_ports(tree, flows, ports).values() if s.first_rx_ns]
-    return max(firsts) - min(firsts) if firsts else 0
+    switch), each counted from when the workload means it to start: 0 when
+    every sender started at its instant."""
+    flows = list(flows)
+    starts = intended_starts_ns(tree, flows, line_rate_bps)
+    firsts = [s.first_rx_ns - starts.get(name, 0.0) for name, s in _source_ports(tree, flows, ports).items()
+              if s.first_rx_ns]
+    return int(max(firsts) - min(firsts)) if firsts else 0
 
 
 def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
-                       host_rate_bps: int, nic_burst_bytes: int) -> tuple[dict[str, float], float]:
+                       host_rate_bps: int, nic_burst_bytes: int, line_rate_bps: int = 0
+                       ) -> tuple[dict[str, float], float]:
     """How much the emulator's own timing can have added to the CCT, in packet times.
 
     Per sending host, its NIC's lateness: how much later its last frame reached
@@ -235,8 +282,10 @@ def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int,
     first sender's) plus lateness: the CCT of the same run with every NIC on
     time from one instant could be shorter by at most this much."""
     t = packet_time_ns(pk, host_rate_bps)
+    flows = list(flows)
     src = _source_ports(tree, flows, ports)
-    firsts = [s.first_rx_ns for s in src.values() if s.first_rx_ns]
+    starts = intended_starts_ns(tree, flows, line_rate_bps)
+    firsts = [s.first_rx_ns - starts.get(name, 0.0) for name, s in src.items() if s.first_rx_ns]
     if not firsts or t <= 0:
         return {}, 0.0
     t0 = min(firsts)
@@ -247,7 +296,7 @@ def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int,
         span, sent = s.nic_span()
         ideal_ns = max(0, sent - nic_burst_bytes) * 8e9 / host_rate_bps
         late[name] = (span - ideal_ns) / t
-        excess = max(excess, (s.first_rx_ns - t0) / t + late[name])
+        excess = max(excess, (s.first_rx_ns - starts.get(name, 0.0) - t0) / t + late[name])
     return late, excess
 
 

@@ -228,10 +228,10 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures"))
     delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
                                  drops["softnet"] + drops["switch"], drained)
-    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, spec.nic_burst)
+    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, spec.nic_burst, spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     verdict = fidelity.verdict(fidelity.Evidence(
-        pacing, service, metrics.start_skew_ns(tree, flows, ports) / 1e9, t_pkt, burst, stall, b2b, delivery,
+        pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, burst, stall, b2b, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
         sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
@@ -297,7 +297,9 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        return Senders(endpoints(fab.tree), flows, pk, seed, fault).run(timeout_s=10 * bound + 10, on_start=started)
+        return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps).run(
+            timeout_s=10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps,
+            on_start=started)
     finally:
         for pid in pids:
             state.record_pid(prefix, pid, add=False)

@@ -53,6 +53,8 @@ class RunParams:
     # packets, percent of buffer_ref, or "off"); the paper's section 6: 80 KB, 10 % of an 800 KB port buffer
     ecn_threshold: str = "10%"
     buffer_ref: int = BUFFER_REF_BYTES
+    flows_file: str | None = None  # cm: a flow list in htsim's connection-matrix format
+    cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -81,7 +83,7 @@ class RunParams:
     def workload_spec(self) -> WorkloadSpec:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
                             self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas,
-                            self.order)
+                            self.order, self.flows_file, self.cm_rate_bps)
 
     def check_fabric(self, tree: FatTree) -> None:
         """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a

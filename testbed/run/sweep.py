@@ -70,6 +70,8 @@ class Matrix:
     ecn_threshold: str = "10%"
     inter_pod: bool = False
     retries: int = 2
+    flows_file: str | None = None  # the cm workload's flow list (htsim connection matrix)
+    cm_rate_bps: int = 100_000_000_000
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -154,7 +156,8 @@ class Cell:
 
         return RunParams(self.workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
                          payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
-                         ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0)
+                         ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
+                         flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps)
 
 
 # -- the rows ----------------------------------------------------------------

@@ -35,8 +35,10 @@ def _fmt_key(key: str, v: Any) -> str:
     return str(v)
 
 
-def _pct(mean: float, sem: float) -> str:
-    return "no valid run" if math.isnan(mean) else f"{100 * mean:.2f} +- {100 * sem:.2f} %"
+def _pct(mean: float, sem: float, n: int = 2) -> str:
+    if math.isnan(mean):
+        return "no valid run"
+    return f"{100 * mean:.2f} %" if n < 2 else f"{100 * mean:.2f} +- {100 * sem:.2f} %"
 
 
 def table_rows(sw: Sweep) -> tuple[list[str], list[list[str]]]:
@@ -48,7 +50,7 @@ def table_rows(sw: Sweep) -> tuple[list[str], list[list[str]]]:
     body = []
     for _, r in summary.iterrows():
         body.append([_fmt_key(k, r[k]) for k in keys] + [
-            f"{r['runs']} ({r['valid']}, {r['left_out']})", _pct(r["cct_increase_mean"], r["cct_increase_sem"]),
+            f"{r['runs']} ({r['valid']}, {r['left_out']})", _pct(r["cct_increase_mean"], r["cct_increase_sem"], int(r["valid"])),
             "-" if math.isnan(r["max_queue_pkts_mean"]) else f"{r['max_queue_pkts_mean']:.1f}",
             "-" if math.isnan(r["utilisation_mean"]) else f"{100 * r['utilisation_mean']:.1f} %"])
     return head, body

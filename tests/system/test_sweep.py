@@ -10,10 +10,13 @@ import os
 import pwd
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -91,6 +94,23 @@ def test_finished_sweep_runs_nothing(uninterrupted: Path) -> None:
     assert (uninterrupted / "results.parquet").stat().st_mtime_ns >= before
 
 
+@contextmanager
+def traversable(path: Path) -> Iterator[None]:
+    """Let other users reach `path` (search permission on every directory above it that lacks it, as a clone
+    in a private temporary directory does), and take it back after."""
+    changed = []
+    for d in [path, *path.parents]:
+        mode = d.stat().st_mode
+        if not mode & stat.S_IXOTH:
+            d.chmod(mode | stat.S_IXOTH)
+            changed.append((d, mode))
+    try:
+        yield
+    finally:
+        for d, mode in changed:
+            d.chmod(stat.S_IMODE(mode))
+
+
 def test_report_needs_no_root(uninterrupted: Path) -> None:
     """As nobody, on a copy of the sweep: the table, the growth exponents, the figures and the page."""
     base = Path(tempfile.mkdtemp(prefix="tsw-report-"))  # pytest's own tmp is root's alone
@@ -101,9 +121,10 @@ def test_report_needs_no_root(uninterrupted: Path) -> None:
         nobody = pwd.getpwnam("nobody").pw_uid
         for p in [base, copy, *copy.rglob("*")]:
             os.chown(p, nobody, -1)
-        r = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "testbed.cli", "report",
-                            str(copy)], capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
-                           env={**os.environ, "HOME": str(base), "MPLCONFIGDIR": str(base / "mpl")})
+        with traversable(ROOT):  # the project's own interpreter and code, read by nobody
+            r = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "testbed.cli", "report",
+                                str(copy)], capture_output=True, text=True, timeout=300, cwd=base, check=False,
+                               env={**os.environ, "HOME": str(base), "MPLCONFIGDIR": str(base / "mpl")})
         assert r.returncode == 0, r.stderr
         assert "growth with the message size" in r.stdout and "ofan" in r.stdout
         assert (copy / "report.html").stat().st_size > 10_000

@@ -29,7 +29,7 @@ from ..dataplane import control, switches
 from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, Maps, RunCfg
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import cpu_latency, links, netns, rx_timestamps, state
-from ..fabric.build import ETH_HLEN, NIC_PEAK_RATIO, Fabric, host_rate_bps, set_host_rate
+from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
@@ -46,6 +46,12 @@ SAMPLE_HZ = 500.0
 def endpoints(tree: FatTree) -> list[Endpoint]:
     """Every host as the senders see it (namespace path and address), by host id."""
     return [Endpoint(netns.path_of(tree.ns(h.name)), str(tree.host_ip(h))) for h in tree.hosts]
+
+
+def nic_burst_of(spec: FabricSpec, pk: Packetizer) -> int:
+    """The host NICs' bucket during a run: NIC_BUCKET_FRAMES frames of the run's own payload (a fabric built
+    for bigger packets would otherwise let a NIC burst several small ones), at most the links' bucket."""
+    return min(spec.burst, round(NIC_BUCKET_FRAMES * pk.frame_len(pk.payload)))
 
 
 def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
@@ -84,7 +90,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
         set_host_rate(tree, host_rate, 8 * (spec.mtu + ETH_HLEN), spec.buffer_bytes)
     else:
-        set_host_rate(tree, host_rate, spec.nic_burst, spec.buffer_bytes, frame_bytes=spec.mtu + ETH_HLEN)
+        set_host_rate(tree, host_rate, nic_burst_of(spec, pk), spec.buffer_bytes, frame_bytes=pk.frame_len(p.payload))
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -106,16 +112,17 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
-                                      nic_burst_bytes=spec.nic_burst)
+                                      nic_burst_bytes=nic_burst_of(spec, pk))
     bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
-                                           spec.burst, ack_frame_bytes=ack_bytes, nic_burst_bytes=spec.nic_burst)
+                                           spec.burst, ack_frame_bytes=ack_bytes,
+                                           nic_burst_bytes=nic_burst_of(spec, pk))
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
         run_dir = results.RunDir(out_dir, {
             "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
-                       "burst_bytes": spec.burst, "nic_burst_bytes": spec.nic_burst,
+                       "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
@@ -221,14 +228,15 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     }
     received = sum(r.pkts for r in rx.values())
     acks_received = sum(int(a.acks) for a in acks.values())
-    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, spec.nic_burst)
+    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk))
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
     burst, stall, b2b = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures"))
     delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
                                  drops["softnet"] + drops["switch"], drained)
-    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, spec.nic_burst, spec.rate_bps)
+    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
+                                              spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     verdict = fidelity.verdict(fidelity.Evidence(
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, burst, stall, b2b, delivery,

@@ -120,8 +120,11 @@ class Matrix:
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
 
-    def mtu(self) -> int:
-        return max(DEFAULT_MTU, max(self.payloads) + HEADERS - 14)
+    @staticmethod
+    def mtu_for(payload: int) -> int:
+        """The fabric MTU for a payload: the default, or just enough. A fabric is built per (k, MTU), so the
+        links' two-frame bucket is two of the run's frames, not of the matrix's largest."""
+        return max(DEFAULT_MTU, payload + HEADERS - 14)
 
     def rate_for(self, k: int) -> int:
         """The line rate of the k fabric: as given, or the auto rate of its smallest payload (the most
@@ -288,31 +291,29 @@ Progress = Callable[[int, int, dict[str, Any] | None], None]  # (done, total, la
 
 
 @contextmanager
-def fabric_for(m: Matrix, k: int, prefix: str) -> Iterator[Fabric]:
+def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterator[Fabric]:
     """The sweep's fabric for one k, under its own prefix; leftovers of a killed sweep under that prefix (its
     run lock free: nobody uses them) are cleaned first, a fabric that is up (`testbed up`) is refused."""
     st = state.load(prefix)
     if st is not None and st.complete and any(clean.ours(pid) for pid in st.pids):
         raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
     clean.clean(prefix)
-    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=m.mtu())
+    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu)
     with Fabric(spec) as fab:
         yield fab
 
 
 def run_local(d: SweepDir, prefix: str, progress: Progress = lambda done, total, row: None,
               wait: bool = False) -> pd.DataFrame:
-    """Every pending cell on this machine, one fabric per k; returns the whole table."""
+    """Every pending cell on this machine, one fabric per k (and MTU); returns the whole table."""
     m = d.matrix
     total = len(m.cells())
     pending = d.pending()
     progress(total - len(pending), total, None)
     with run_lock(prefix, wait=wait):
-        for k in m.ks:
-            cells = [c for c in pending if c.k == k]
-            if not cells:
-                continue
-            with fabric_for(m, k, prefix) as fab:
+        for k, mtu in dict.fromkeys((c.k, m.mtu_for(c.payload)) for c in pending):
+            cells = [c for c in pending if c.k == k and m.mtu_for(c.payload) == mtu]
+            with fabric_for(m, k, prefix, mtu) as fab:
                 for cell in cells:
                     row = execute_cell(fab, m, cell, d.fresh_cell_dir(cell))
                     d.write_row(row)

@@ -73,9 +73,13 @@ def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Pa
     assert b["drops"].sum() == 0 and (b["packets_received"] == b["packets_sent"]).all()
     # timing, within the run-to-run noise measured over three identical sweeps of this matrix: ECMP (its
     # collisions fixed by the seed) up to 4.2 points of its ~200 % (2 %), Ofan up to 0.15 points
+    # (on a quiet machine; the suite's own load widens it, so the bounds are 3 % and half a point), and on
+    # runs the verdict trusts in both sweeps
+    both = (a["fidelity_valid"] & b["fidelity_valid"]).to_numpy()
     for scheme, rel, points in (("ecmp", 0.03, 0.005), ("ofan", 0.0, 0.005)):
-        x, y = (d[d["scheme"] == scheme]["cct_increase"].to_numpy() for d in (a, b))
-        assert abs(x - y).max() <= rel * abs(x).max() + points, (scheme, x, y)
+        pick = both & (a["scheme"] == scheme).to_numpy()
+        x, y = a["cct_increase"].to_numpy()[pick], b["cct_increase"].to_numpy()[pick]
+        assert abs(x - y).max(initial=0) <= rel * abs(x).max(initial=0) + points, (scheme, x, y)
     assert not leftovers(PREFIX)
 
 

@@ -43,14 +43,14 @@
  * between pods of a fat tree (the bouncing switch of DRB is the core), bit
  * agg within a pod or a leaf-spine (the aggregation switch or spine); a
  * packet between two hosts of one edge switch has no choice to make.
- * Mirrored by testbed.dataplane.models (reps_take, reps_recycle,
- * host_path_bit, label_of).
+ * Mirrored by testbed.dataplane.host_models (reps_take, reps_recycle,
+ * host_label, HOST_MODELS).
  */
 #pragma once
 #include "maps.h"
 #include "parse.h"
 #include "ack.h"
-#include "lb_arith.h"
+#include "lb_mask.h"
 #include "lb_draw.h"
 
 #define REPS_HEAD_SHIFT 8
@@ -110,28 +110,6 @@ static __always_inline __u32 reps_recycle(struct reps_state *st, __u16 ev)
     return 1;
 }
 
-static __always_inline __u32 host_path_count(__u64 mask)
-{
-    __u32 n = 0;
-#pragma clang loop unroll(disable)
-    for (__u32 i = 0; i < HOST_PATH_BITS; i++)
-        n += (mask >> i) & 1;
-    return n;
-}
-
-/* The bit of the n-th valid path (n < host_path_count(mask)), without branches (lb_arith.h). */
-static __always_inline __u32 host_path_nth(__u64 mask, __u32 n)
-{
-    __u64 seen = 0, pick = 0;
-#pragma clang loop unroll(disable)
-    for (__u32 i = 0; i < HOST_PATH_BITS; i++) {
-        __u64 bit = (mask >> i) & 1;
-        pick = lb_sel(bit & lb_eq(seen, n), i, pick);
-        seen += bit;
-    }
-    return pick;
-}
-
 /* The UDP source port that labels path bit `bit` (see the contract). */
 static __always_inline __u16 host_label(__u32 bit, __u32 between_pods)
 {
@@ -182,7 +160,7 @@ static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 schem
         __u32 pk = src->edge_global * N_EDGES + dst->edge_global;
         __u64 *pm = host_paths.lookup(&pk);
         __u64 mask = pm ? *pm : 0;
-        __u32 n = host_path_count(mask);
+        __u32 n = lb_bits_count(mask, HOST_PATH_BITS);
         if (!n)
             return 0; /* no valid path: the first switch drops it as unreachable */
         __u32 pos;
@@ -195,7 +173,7 @@ static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 schem
         } else {
             pos = psn % n;
         }
-        port = host_label(host_path_nth(mask, pos), src->pod != dst->pod);
+        port = host_label(lb_bits_nth(mask, pos, HOST_PATH_BITS), src->pod != dst->pod);
         if (!is_ack)
             host_lb_count(src->host, HLB_LABELLED);
     } else {

@@ -21,25 +21,37 @@ static __always_inline __u32 lb_mask_get(__u32 sw, __u32 d)
     return m ? *m & ALL_UPLINKS : 0;
 }
 
-static __always_inline __u32 lb_mask_count(__u32 mask)
+/* Set bits among the low `width` bits of a mask (width a constant: the loop is bounded). */
+static __always_inline __u32 lb_bits_count(__u64 mask, const __u32 width)
 {
     __u32 n = 0;
 #pragma clang loop unroll(disable)
-    for (__u32 i = 0; i < W; i++)
+    for (__u32 i = 0; i < width; i++)
         n += (mask >> i) & 1;
     return n;
 }
 
-static __always_inline __u32 lb_mask_nth(__u32 mask, __u32 n)
+/* The position of the n-th set bit (n < lb_bits_count), without branches. */
+static __always_inline __u32 lb_bits_nth(__u64 mask, __u32 n, const __u32 width)
 {
     __u64 seen = 0, pick = 0;
 #pragma clang loop unroll(disable)
-    for (__u32 i = 0; i < W; i++) {
+    for (__u32 i = 0; i < width; i++) {
         __u64 bit = (mask >> i) & 1;
         pick = lb_sel(bit & lb_eq(seen, n), i, pick);
         seen += bit;
     }
     return pick;
+}
+
+static __always_inline __u32 lb_mask_count(__u32 mask)
+{
+    return lb_bits_count(mask, W);
+}
+
+static __always_inline __u32 lb_mask_nth(__u32 mask, __u32 n)
+{
+    return lb_bits_nth(mask, n, W);
 }
 
 /* A uniformly drawn valid slot: the (draw mod count)-th valid one (slot 0 for an empty mask). */

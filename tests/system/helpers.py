@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 from typing import Any
 
 from testbed.dataplane.maps import pin_dir
-from testbed.fabric import state
+from testbed.fabric import netns, state
+
+ETH_P_ALL = 0x0003
 
 
 def leftovers(prefix: str) -> list[str]:
@@ -52,3 +55,24 @@ def require_valid(result: dict[str, Any]) -> None:
 
 
 TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (README, "Choosing the rate": pacing error < 0.5 %)
+
+
+def capture(ns: str, ifname: str) -> socket.socket:
+    """A raw socket on one port inside a namespace: every frame it sends and receives (non-blocking)."""
+    with netns.entered(ns):
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
+        s.bind((ifname, 0))
+    s.setblocking(False)
+    return s
+
+
+def drain(s: socket.socket) -> list[tuple[bytes, int]]:
+    """Every frame captured so far, with its packet type (socket.PACKET_OUTGOING for the port's own)."""
+    out = []
+    while True:
+        try:
+            data, addr = s.recvfrom(65536)
+        except BlockingIOError:
+            return out
+        out.append((data, addr[2]))

@@ -14,19 +14,18 @@ import pytest
 
 from testbed.dataplane import control
 from testbed.dataplane.schemes import Scheme
-from testbed.fabric import links, netns
+from testbed.fabric import links
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import collector
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree, Level
 
-from .helpers import TIMING_RATE_BPS
+from .helpers import TIMING_RATE_BPS, capture, drain
 
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
 HOST_SCHEMES = (Scheme.REPS, Scheme.DRB, Scheme.ETHEREAL)
-ETH_P_ALL = 0x0003
 
 
 @pytest.fixture(scope="module")
@@ -127,25 +126,6 @@ def test_no_packet_into_a_failed_path(fab: Fabric, scheme: Scheme) -> None:
     assert next(p for p in r["ports"] if p["port"] == port.label)["tx_pkts"] == 0  # nothing up it
 
 
-def _capture(ns: str, ifname: str) -> socket.socket:
-    with netns.entered(ns):
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-        s.bind((ifname, 0))
-    s.setblocking(False)
-    return s
-
-
-def _frames(s: socket.socket) -> list[tuple[bytes, int]]:
-    out = []
-    while True:
-        try:
-            data, addr = s.recvfrom(65536)
-        except BlockingIOError:
-            return out
-        out.append((data, addr[2]))
-
-
 @pytest.mark.parametrize("threshold", ["0", "off"])
 def test_packets_carry_ect_ce_and_the_echo(fab: Fabric, threshold: str) -> None:
     """Decoded with scapy at one host: its data leaves ECT(0); data reaches it CE (threshold 0: every
@@ -157,11 +137,11 @@ def test_packets_carry_ect_ce_and_the_echo(fab: Fabric, threshold: str) -> None:
 
     tree = fab.tree
     host = tree.hosts[5]
-    cap = _capture(tree.ns(host.name), tree.host_port(host.name).ifname)
+    cap = capture(tree.ns(host.name), tree.host_port(host.name).ifname)
     try:
         r = run(fab, params(Scheme.REPS, 64 * 4096, seed=6, ecn_threshold=threshold)).to_json()
         time.sleep(0.05)
-        frames = _frames(cap)
+        frames = drain(cap)
     finally:
         cap.close()
     delivered(r)

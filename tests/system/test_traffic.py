@@ -18,17 +18,15 @@ from typing import Any
 import pytest
 
 from testbed.dataplane.schemes import Scheme
-from testbed.fabric import netns
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
 from testbed.run.experiment import RunParams, run
 
-from .helpers import TIMING_RATE_BPS, cli, leftovers, require_valid
+from .helpers import TIMING_RATE_BPS, capture, cli, drain, leftovers, require_valid
 
 pytestmark = pytest.mark.root
 
 KB = 1024
-ETH_P_ALL = 0x0003
 
 
 @pytest.fixture(scope="module")
@@ -68,25 +66,6 @@ def test_all_to_all_ofan_queues_no_larger_than_ecmp(fab: Fabric) -> None:
     assert maxima["ofan"] <= maxima["ecmp"]
 
 
-def _capture(ns: str, ifname: str) -> socket.socket:
-    with netns.entered(ns):
-        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 20)
-        s.bind((ifname, 0))
-    s.setblocking(False)
-    return s
-
-
-def _drain(s: socket.socket) -> list[tuple[bytes, int]]:
-    out = []
-    while True:
-        try:
-            data, addr = s.recvfrom(65536)
-        except BlockingIOError:
-            return out
-        out.append((data, addr[2]))  # pkttype: 4 = outgoing
-
-
 def test_packets_decode_as_rocev2_with_consecutive_psns(fab: Fabric) -> None:
     from scapy.contrib.roce import AETH, BTH
     from scapy.layers.inet import IP, UDP
@@ -95,11 +74,11 @@ def test_packets_decode_as_rocev2_with_consecutive_psns(fab: Fabric) -> None:
     tree = fab.tree
     host = tree.hosts[0]
     port = tree.host_port(host.name)
-    cap = _capture(tree.ns(host.name), port.ifname)
+    cap = capture(tree.ns(host.name), port.ifname)
     try:
         r = run(fab, RunParams("all-to-all", 12 * KB, 1.0, Scheme.OFAN, seed=2, acks=True)).to_json()
         time.sleep(0.05)
-        frames = _drain(cap)
+        frames = drain(cap)
     finally:
         cap.close()
     assert r["packets_received"] == r["packets_sent"] and r["acks_received"] == r["packets_sent"]

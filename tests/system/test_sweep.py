@@ -71,15 +71,17 @@ def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Pa
     assert len(a) == len(b) == 8
     pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
     assert b["drops"].sum() == 0 and (b["packets_received"] == b["packets_sent"]).all()
-    # timing, within the run-to-run noise measured over three identical sweeps of this matrix: ECMP (its
-    # collisions fixed by the seed) up to 4.2 points of its ~200 % (2 %), Ofan up to 0.15 points
-    # (on a quiet machine; the suite's own load widens it, so the bounds are 3 % and half a point), and on
-    # runs the verdict trusts in both sweeps
+    # timing, on runs the verdict trusts in both sweeps, within the run-to-run noise: measured over three
+    # identical sweeps of this matrix on a quiet machine, ECMP (its collisions fixed by the seed) moved up to
+    # 4.2 points of its ~200 % (2 %) and Ofan up to 0.15 points; under the suite's own load more, within
+    # what each run's verdict says the emulator may have added (timing_excess_share, up to 1.5 packet
+    # times of a 64-packet flow), so the bound is 3 % plus both runs' timing figures plus half a point
     both = (a["fidelity_valid"] & b["fidelity_valid"]).to_numpy()
-    for scheme, rel, points in (("ecmp", 0.03, 0.005), ("ofan", 0.0, 0.005)):
+    slack = (a["fidelity_timing_excess_share"] + b["fidelity_timing_excess_share"]).to_numpy() + 0.005
+    for scheme, rel in (("ecmp", 0.03), ("ofan", 0.0)):
         pick = both & (a["scheme"] == scheme).to_numpy()
         x, y = a["cct_increase"].to_numpy()[pick], b["cct_increase"].to_numpy()[pick]
-        assert abs(x - y).max(initial=0) <= rel * abs(x).max(initial=0) + points, (scheme, x, y)
+        assert (abs(x - y) <= rel * abs(x) + slack[pick]).all(), (scheme, x, y, slack[pick])
     assert not leftovers(PREFIX)
 
 

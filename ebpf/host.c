@@ -9,7 +9,9 @@
  *                   never sees them, so no ICMP errors flow back), or, with
  *                   ACKs on, turn each data packet into its ACK and send it
  *                   back out of the NIC (echoing CE); count the ACKs that
- *                   come back and hand REPS their entropies.
+ *                   come back and hand REPS their entropies. In a transport
+ *                   run (transport.h), also drop duplicates from the count
+ *                   and pass every ACK to the user-space transport.
  * Compiled together with switch.c into one object: the maps are shared.
  * Every program writes its result to cb[0] for BPF_PROG_TEST_RUN.
  */
@@ -20,6 +22,7 @@
 #include "queue.h"
 #include "ack.h"
 #include "host_lb.h"
+#include "transport.h"
 
 int host_egress(struct __sk_buff *skb)
 {
@@ -69,6 +72,8 @@ int host_ingress(struct __sk_buff *skb)
         a->last_ns = now;
         if (rc && rc->host_lb && pi)
             host_lb_ack(rc->host_lb, flow, TB_BE16(udp->source), marked, pi->node);
+        if (rc && rc->cc)
+            transport_ack(skb, flow, TB_BE32(b->apsn) & 0xFFFFFF, marked, now);
         return TC_ACT_STOLEN;
     }
 
@@ -94,9 +99,14 @@ int host_ingress(struct __sk_buff *skb)
         queue_raise_max(&f->max_disp, seen - 1 - psn);
     }
 
+    __u32 echo = 0;
+    if (rc && rc->cc) {
+        transport_seen(f, psn);
+        echo = transport_echo(skb);
+    }
     if (!rc || !rc->acks)
         return TC_ACT_STOLEN;
-    __u32 out = ack_reflect(skb, ce);
+    __u32 out = ack_reflect(skb, ce, echo);
     if (!out) {
         maps_count(CNT_ACK_ERR);
         return TC_ACT_SHOT;

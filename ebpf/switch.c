@@ -3,7 +3,8 @@
  * Entry point (SCHED_CLS, direct action):
  *   switch_ingress  TC ingress of every switch port: forward by destination,
  *                   pick the uplink with the switch's scheme (lb.h) on the
- *                   way up, mark CE above the ECN threshold (ecn.h). For a
+ *                   way up, mark CE above the ECN threshold (ecn.h), drop
+ *                   what a finite port buffer cannot take (queue.h). For a
  *                   frame that just left a host's NIC, first the NIC's own
  *                   load-balancing choice (host_lb.h): its transmit time is
  *                   when it reaches this program.
@@ -20,6 +21,7 @@
 #include "ecn.h"
 #include "lb.h"
 #include "host_lb.h"
+#include "transport.h"
 
 static __always_inline __u32 slot_ifindex(void *map_lookup_result)
 {
@@ -55,6 +57,8 @@ int switch_ingress(struct __sk_buff *skb)
         queue_nic_depart(pi->peer_ifindex, skb->len, skb->tstamp ? skb->tstamp : now, rc->nic_ps_per_byte);
         /* the host NIC's load-balancing choice, made as the frame leaves the NIC (host_lb.h) */
         skb->cb[4] = rc->host_lb ? host_lb_transmit(skb, rc->host_lb) : 0;
+        if (rc->cc)
+            transport_stamp(skb, now); /* before the parse below: it may move the packet's data */
     }
 
     void *data = (void *)(long)skb->data;
@@ -125,6 +129,8 @@ int switch_ingress(struct __sk_buff *skb)
         __builtin_memcpy(eth->dst, dst->mac, ETH_ALEN);
         __builtin_memcpy(eth->src, po->mac, ETH_ALEN);
     }
+    if (rc && queue_full(out, skb->len, rc->buffer_bytes))
+        return TC_ACT_SHOT; /* a finite buffer, full: counted in the port's buf_drops */
     __u64 q_pkts, q_bytes;
     queue_join(out, skb->len, now, &q_pkts, &q_bytes);
     ecn_mark(skb, rc, out, q_pkts, q_bytes);

@@ -47,6 +47,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cca.h"
+#include "ringbuf.h"
+#include "transport.h"
+
 #define THREAD_STACK_BYTES (256 * 1024) /* one thread per source host: 2,048 on the k=64 leaf-spine */
 #define ROCE_PORT 4791
 #define BTH_LEN 12
@@ -64,12 +68,25 @@ struct flow {
     int noroute;
     uint64_t start_ns; /* when it starts, after the release (0: at once) */
     uint32_t next_psn; /* the next packet to send (1 after a starter sent the first) */
+    /* transport runs (cc=...): the flow's window and loss recovery, under its group's lock */
+    uint32_t dupthresh;
+    uint64_t base_rtt_ns;
+    struct cca_params cp;
+    struct tp_flow tp;
+    struct group *grp;
 };
 
 struct group {            /* the flows of one source namespace */
     struct flow **flows;
     int n;
     int index;
+    /* transport runs: the lock of its flows' transport state; the sender thread waits on `more` while no
+     * window has room, and the ACK thread wakes it (at `woken_ns`) when one opens */
+    pthread_mutex_t mu;
+    pthread_cond_t more;
+    int waiting;
+    uint64_t woken_ns;
+    int rr;
 };
 
 static struct flow *flows;
@@ -103,6 +120,90 @@ static void wait_released(void)
     pthread_mutex_unlock(&release_lock);
 }
 static struct { char kind; int group; unsigned long after, us; } fault = {.group = -1};
+
+/* Transport runs (cc=dctcp|swift|nscc): each flow is window-limited and ACK-clocked (transport.h,
+ * cca.h); the ACKs come from the kernel (ack_events ring, ebpf/include/transport.h) and are acted on
+ * base_ns after they reached the sender's NIC: the emulated base RTT, as a fixed delay on the return path. */
+static struct {
+    int kind;                /* CCA_*: 0, the paced blast */
+    char ring[512];
+    size_t ring_bytes;
+    uint64_t base_ns;        /* emulated base RTT */
+    uint64_t pkt_ns;         /* one data frame at line rate */
+    double min_rto_ns;
+    struct cca_params cp;    /* network-wide constants; each flow copies them with its own base RTT */
+    char trace[512];
+    size_t trace_cap;
+    unsigned long stall_after, stall_us; /* fault ackstall:N:US: the ACK thread sleeps US after N ACKs */
+} tcfg;
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* lateness histograms, 1 us buckets up to 65.5 ms (the last bucket holds the rest) */
+#define LATE_BUCKETS 65536
+static uint32_t ack_late[LATE_BUCKETS], send_late[LATE_BUCKETS];
+static uint64_t ack_late_max, send_late_max;
+
+static void late_add(uint32_t *h, uint64_t *max, uint64_t ns, int atomic)
+{
+    uint64_t b = ns / 1000;
+    if (b >= LATE_BUCKETS)
+        b = LATE_BUCKETS - 1;
+    if (atomic) {
+        __atomic_fetch_add(&h[b], 1, __ATOMIC_RELAXED);
+        uint64_t m = __atomic_load_n(max, __ATOMIC_RELAXED);
+        while (ns > m && !__atomic_compare_exchange_n(max, &m, ns, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+            ;
+    } else {
+        h[b]++;
+        if (ns > *max)
+            *max = ns;
+    }
+}
+
+/* the q-quantile of a histogram, in ns (bucket upper edge), and its count */
+static uint64_t late_quantile(const uint32_t *h, double q, uint64_t *count)
+{
+    uint64_t n = 0, acc = 0;
+    for (int i = 0; i < LATE_BUCKETS; i++)
+        n += h[i];
+    *count = n;
+    if (!n)
+        return 0;
+    for (int i = 0; i < LATE_BUCKETS; i++) {
+        acc += h[i];
+        if ((double)acc >= q * (double)n)
+            return (uint64_t)(i + 1) * 1000;
+    }
+    return (uint64_t)LATE_BUCKETS * 1000;
+}
+
+/* one window-trace record per ACK, timeout and fast retransmission (read by testbed.measure.transport) */
+struct trace_rec {
+    uint64_t t_ns;
+    uint32_t fid, psn;
+    float cwnd;
+    uint32_t rtt_ns;   /* the round trip the CCA was given: fabric + emulated base */
+    uint32_t inflight;
+    uint8_t ecn, rule; /* CCA_R_* */
+    uint16_t pad;
+};
+static struct trace_rec *trace;
+static size_t trace_n;
+
+static void trace_add(uint64_t t, struct flow *f, uint32_t psn, uint32_t rtt, int ecn, int rule)
+{
+    if (!trace || trace_n >= tcfg.trace_cap)
+        return;
+    trace[trace_n++] = (struct trace_rec){.t_ns = t, .fid = f->fid, .psn = psn, .cwnd = (float)f->tp.cc.cwnd,
+                                          .rtt_ns = rtt, .inflight = f->tp.inflight, .ecn = (uint8_t)ecn,
+                                          .rule = (uint8_t)rule};
+}
 
 static void sleep_us(unsigned long us)
 {
@@ -202,7 +303,15 @@ static void *start_share(void *arg)
             continue; /* a late sender starts on its own */
         struct flow *f = first_flow(&st->groups[g]);
         if (f && f->start_ns == 0) {
-            send_packet(f, st->buf, 0);
+            uint32_t psn = 0;
+            int rtx, ok = 1;
+            if (tcfg.kind) { /* the transport's first packet: its window has room for it */
+                pthread_mutex_lock(&f->grp->mu);
+                ok = tp_next(&f->tp, mono_ns(), &psn, &rtx);
+                pthread_mutex_unlock(&f->grp->mu);
+            }
+            if (ok)
+                send_packet(f, st->buf, psn);
             f->next_psn = 1;
         }
     }
@@ -249,6 +358,247 @@ static void start_together(struct group *groups, int n_groups, uint64_t maxlen)
     release_all();
 }
 
+
+/* Real-time priority for the transport's threads (best effort: the verdict measures what it achieved). The
+ * ACK thread above the sender threads: under a loaded fabric a normal thread woke hundreds of us late. */
+static void realtime(int prio)
+{
+    struct sched_param sp = {.sched_priority = prio};
+    pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+}
+
+/* Transport runs: a host's sender thread sends, round robin over its flows, one packet of any flow whose
+ * window has room (retransmissions first); with none, it waits for the ACK thread. send() still blocks
+ * while the NIC's queue is full: the NIC caps the host at line rate. */
+static void send_windowed(struct group *g, uint8_t *buf)
+{
+    realtime(1);
+    pthread_mutex_lock(&g->mu);
+    for (;;) {
+        double now = now_s();
+        if (now > deadline_s)
+            break;
+        uint64_t now_n = mono_ns();
+        int done = 1, sent = 0;
+        double earliest = 0;
+        for (int j = 0; j < g->n && !sent; j++) {
+            int i = (g->rr + j) % g->n;
+            struct flow *f = g->flows[i];
+            if (f->noroute || tp_done(&f->tp))
+                continue;
+            done = 0;
+            double start = released_at + f->start_ns * 1e-9;
+            if (now < start) {
+                earliest = earliest == 0 || start < earliest ? start : earliest;
+                continue;
+            }
+            uint32_t psn;
+            int rtx;
+            if (!tp_next(&f->tp, now_n, &psn, &rtx))
+                continue;
+            g->rr = i + 1;
+            uint64_t woken = g->woken_ns;
+            g->woken_ns = 0;
+            pthread_mutex_unlock(&g->mu);
+            if (woken) /* how long the window stood open before this packet went out */
+                late_add(send_late, &send_late_max, mono_ns() - woken, 1);
+            send_packet(f, buf, psn);
+            pthread_mutex_lock(&g->mu);
+            sent = 1;
+        }
+        if (done)
+            break;
+        if (sent)
+            continue;
+        /* nothing may go: sleep until an ACK opens a window, a flow starts, or the deadline */
+        double until = earliest ? earliest : deadline_s;
+        if (until > deadline_s)
+            until = deadline_s;
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts); /* pthread_cond_timedwait's clock */
+        double wait = until - now_s();
+        if (wait > 0.05)
+            wait = 0.05;
+        if (wait < 0)
+            wait = 0;
+        uint64_t ns = (uint64_t)ts.tv_nsec + (uint64_t)(wait * 1e9);
+        ts.tv_sec += (time_t)(ns / 1000000000ull);
+        ts.tv_nsec = (long)(ns % 1000000000ull);
+        g->waiting = 1;
+        g->woken_ns = 0;
+        pthread_cond_timedwait(&g->more, &g->mu, &ts);
+        g->waiting = 0;
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+/* The ACK thread: ACK events from the kernel's ring, each acted on base_ns after it reached the sender's
+ * NIC (a FIFO: the delay is the same for all), then timeouts. */
+struct pending {
+    struct ack_event_rec {
+        uint64_t t_ns;
+        uint32_t flow, psn, rtt_ns, ecn;
+    } ev;
+};
+#define PENDING_CAP (1u << 18)
+static struct pending *pend;
+static uint64_t pend_head, pend_tail, ring_overflow;
+static struct flow **by_fid;
+static uint32_t max_fid;
+static int n_transport;      /* flows the transport must complete */
+static int n_complete;       /* of which done (ACK thread only) */
+
+static void on_event(void *ctx, const void *rec, uint32_t len)
+{
+    (void)ctx;
+    if (len < sizeof(struct ack_event_rec))
+        return;
+    if (pend_tail - pend_head >= PENDING_CAP) {
+        ring_overflow++;
+        return;
+    }
+    memcpy(&pend[pend_tail++ % PENDING_CAP].ev, rec, sizeof(struct ack_event_rec));
+}
+
+static void act_on(struct ack_event_rec *ev, uint64_t now)
+{
+    if (ev->flow > max_fid || !by_fid[ev->flow])
+        return;
+    struct flow *f = by_fid[ev->flow];
+    struct group *g = f->grp;
+    uint64_t due = ev->t_ns + tcfg.base_ns;
+    late_add(ack_late, &ack_late_max, now > due ? now - due : 0, 0);
+    double rtt = (double)ev->rtt_ns + (double)tcfg.base_ns;
+    pthread_mutex_lock(&g->mu);
+    int was_done = tp_done(&f->tp);
+    int rule = tp_ack(&f->tp, now, ev->psn, rtt, ev->ecn != 0);
+    trace_add(now, f, ev->psn, (uint32_t)rtt, ev->ecn != 0, rule < 0 ? 255 : rule);
+    if (!was_done && tp_done(&f->tp))
+        n_complete++;
+    if (g->waiting && tp_can_send(&f->tp) && !g->woken_ns) {
+        g->woken_ns = now;
+        pthread_cond_signal(&g->more);
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void check_timeouts(uint64_t now)
+{
+    for (int i = 0; i < n_flows; i++) {
+        struct flow *f = &flows[i];
+        if (f->noroute || f->sock < 0 || tp_done(&f->tp))
+            continue;
+        struct group *g = f->grp;
+        pthread_mutex_lock(&g->mu);
+        if (tp_rto_due(&f->tp, now)) {
+            tp_rto(&f->tp, now);
+            trace_add(now, f, f->tp.una, 0, 0, CCA_R_RTO);
+            if (g->waiting && !g->woken_ns) {
+                g->woken_ns = now;
+                pthread_cond_signal(&g->more);
+            }
+        }
+        pthread_mutex_unlock(&g->mu);
+    }
+}
+
+static struct rb ring;
+
+static void *run_acks(void *arg)
+{
+    (void)arg;
+    realtime(2);
+    uint64_t poll = tcfg.base_ns / 4;
+    if (poll > 2000000)
+        poll = 2000000;
+    if (poll < 50000)
+        poll = 50000;
+    uint64_t next_rto = 0, acted = 0;
+    while (now_s() <= deadline_s && n_complete < n_transport) {
+        rb_consume(&ring, on_event, NULL);
+        uint64_t now = mono_ns();
+        while (pend_head < pend_tail && pend[pend_head % PENDING_CAP].ev.t_ns + tcfg.base_ns <= now) {
+            act_on(&pend[pend_head % PENDING_CAP].ev, now);
+            pend_head++;
+            if (++acted == tcfg.stall_after && tcfg.stall_us)
+                sleep_us(tcfg.stall_us); /* fault ackstall: the transport starved */
+            now = mono_ns();
+        }
+        if (now >= next_rto) {
+            check_timeouts(now);
+            next_rto = now + poll;
+        }
+        uint64_t wake = now + poll;
+        if (pend_head < pend_tail) {
+            uint64_t due = pend[pend_head % PENDING_CAP].ev.t_ns + tcfg.base_ns;
+            if (due < wake)
+                wake = due;
+        }
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull), .tv_nsec = (long)(wake % 1000000000ull)};
+        while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+            ;
+    }
+    /* wake every sender thread: the run is over */
+    return NULL;
+}
+
+static int transport_setup(struct group *groups, int n_groups)
+{
+    if (rb_open(&ring, tcfg.ring, tcfg.ring_bytes) < 0) {
+        fprintf(stderr, "testbed-sender: cannot open the ACK ring %s: %s\n", tcfg.ring, strerror(errno));
+        return -1;
+    }
+    pend = calloc(PENDING_CAP, sizeof(*pend));
+    for (int i = 0; i < n_flows; i++)
+        if (flows[i].fid > max_fid)
+            max_fid = flows[i].fid;
+    by_fid = calloc(max_fid + 1, sizeof(*by_fid));
+    if (!pend || !by_fid)
+        return -1;
+    if (tcfg.trace[0] && tcfg.trace_cap) {
+        trace = malloc(tcfg.trace_cap * sizeof(*trace));
+        if (!trace)
+            return -1;
+        memset(trace, 0, tcfg.trace_cap * sizeof(*trace)); /* fault every page in now, not during the run */
+    }
+    memset(pend, 0, PENDING_CAP * sizeof(*pend));
+    uint64_t now = mono_ns();
+    for (int gi = 0; gi < n_groups; gi++) {
+        pthread_mutex_init(&groups[gi].mu, NULL);
+        pthread_cond_init(&groups[gi].more, NULL);
+        for (int j = 0; j < groups[gi].n; j++)
+            groups[gi].flows[j]->grp = &groups[gi];
+    }
+    for (int i = 0; i < n_flows; i++) {
+        struct flow *f = &flows[i];
+        f->cp = tcfg.cp;
+        f->cp.base_rtt_ns = (double)f->base_rtt_ns;
+        if (f->cp.kind == CCA_SWIFT)
+            f->cp.swift_target_ns += (double)f->base_rtt_ns; /* the target queueing delay on top of the base */
+        uint32_t npkts = (uint32_t)((f->size + f->payload - 1) / f->payload);
+        if (tp_init(&f->tp, npkts, f->dupthresh, &f->cp, tcfg.min_rto_ns, now) < 0)
+            return -1;
+        by_fid[f->fid] = f;
+    }
+    return 0;
+}
+
+static void transport_report(void)
+{
+    uint64_t na, ns;
+    uint64_t a50 = late_quantile(ack_late, 0.5, &na), a99 = late_quantile(ack_late, 0.99, &na);
+    uint64_t s50 = late_quantile(send_late, 0.5, &ns), s99 = late_quantile(send_late, 0.99, &ns);
+    printf("LATENESS %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu\n", na, a50, a99, ack_late_max, ns, s50, s99,
+           send_late_max, ring_overflow, (unsigned long)trace_n);
+    if (trace && tcfg.trace[0]) {
+        FILE *t = fopen(tcfg.trace, "wb");
+        if (!t || fwrite(trace, sizeof(*trace), trace_n, t) != trace_n)
+            fprintf(stderr, "testbed-sender: cannot write the window trace %s\n", tcfg.trace);
+        if (t)
+            fclose(t);
+    }
+}
+
 static void *run_group(void *arg)
 {
     struct group *g = arg;
@@ -280,6 +630,11 @@ static void *run_group(void *arg)
     if (faulty && fault.kind == 'l')
         sleep_us(fault.us);
     if (setup_failed || !buf) {
+        free(buf);
+        return NULL;
+    }
+    if (tcfg.kind) {
+        send_windowed(g, buf);
         free(buf);
         return NULL;
     }
@@ -317,15 +672,87 @@ static void *run_group(void *arg)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US] < flows\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US] [KEY=VALUE...] "
+                        "< flows\n");
         return 2;
     }
-    if (argc == 4 && !(sscanf(argv[3], "late:%d:%lu", &fault.group, &fault.us) == 2 && (fault.kind = 'l')) &&
-        !(sscanf(argv[3], "stall:%d:%lu:%lu", &fault.group, &fault.after, &fault.us) == 3 && (fault.kind = 's'))) {
-        fprintf(stderr, "testbed-sender: bad fault %s\n", argv[3]);
+    for (int a = 3; a < argc; a++) {
+        const char *v = strchr(argv[a], '=');
+        if (!v) {
+            if (!(sscanf(argv[a], "late:%d:%lu", &fault.group, &fault.us) == 2 && (fault.kind = 'l')) &&
+                !(sscanf(argv[a], "stall:%d:%lu:%lu", &fault.group, &fault.after, &fault.us) == 3 &&
+                  (fault.kind = 's'))) {
+                fprintf(stderr, "testbed-sender: bad fault %s\n", argv[a]);
+                return 2;
+            }
+            continue;
+        }
+        size_t kl = (size_t)(v - argv[a]);
+        v++;
+#define KEY(k) (kl == strlen(k) && strncmp(argv[a], k, kl) == 0)
+        if (KEY("cc"))
+            tcfg.kind = strcmp(v, "dctcp") == 0 ? CCA_DCTCP : strcmp(v, "swift") == 0 ? CCA_SWIFT
+                      : strcmp(v, "nscc") == 0 ? CCA_NSCC : -1;
+        else if (KEY("ring"))
+            snprintf(tcfg.ring, sizeof(tcfg.ring), "%s", v);
+        else if (KEY("ring_bytes"))
+            tcfg.ring_bytes = strtoull(v, NULL, 10);
+        else if (KEY("base_ns"))
+            tcfg.base_ns = strtoull(v, NULL, 10);
+        else if (KEY("pkt_ns"))
+            tcfg.pkt_ns = strtoull(v, NULL, 10);
+        else if (KEY("min_rto_ns"))
+            tcfg.min_rto_ns = atof(v);
+        else if (KEY("trace"))
+            snprintf(tcfg.trace, sizeof(tcfg.trace), "%s", v);
+        else if (KEY("trace_cap"))
+            tcfg.trace_cap = strtoull(v, NULL, 10);
+        else if (KEY("ackstall"))
+            sscanf(v, "%lu:%lu", &tcfg.stall_after, &tcfg.stall_us);
+        else if (KEY("init_cwnd"))
+            tcfg.cp.init_cwnd = atof(v);
+        else if (KEY("min_cwnd"))
+            tcfg.cp.min_cwnd = atof(v);
+        else if (KEY("max_cwnd"))
+            tcfg.cp.max_cwnd = atof(v);
+        else if (KEY("dctcp_g"))
+            tcfg.cp.dctcp_g = atof(v);
+        else if (KEY("swift_target_q_ns"))
+            tcfg.cp.swift_target_ns = atof(v);
+        else if (KEY("swift_ai"))
+            tcfg.cp.swift_ai = atof(v);
+        else if (KEY("swift_beta"))
+            tcfg.cp.swift_beta = atof(v);
+        else if (KEY("swift_max_mdf"))
+            tcfg.cp.swift_max_mdf = atof(v);
+        else if (KEY("nscc_target_ns"))
+            tcfg.cp.nscc_target_ns = atof(v);
+        else if (KEY("nscc_alpha"))
+            tcfg.cp.nscc_alpha = atof(v);
+        else if (KEY("nscc_fi"))
+            tcfg.cp.nscc_fi = atof(v);
+        else if (KEY("nscc_eta"))
+            tcfg.cp.nscc_eta = atof(v);
+        else if (KEY("nscc_gamma"))
+            tcfg.cp.nscc_gamma = atof(v);
+        else if (KEY("nscc_fi_scale"))
+            tcfg.cp.nscc_fi_scale = atof(v);
+        else if (KEY("nscc_ewma"))
+            tcfg.cp.nscc_ewma = atof(v);
+        else if (KEY("nscc_fast_ns"))
+            tcfg.cp.nscc_fast_ns = atof(v);
+        else {
+            fprintf(stderr, "testbed-sender: unknown option %s\n", argv[a]);
+            return 2;
+        }
+#undef KEY
+    }
+    if (tcfg.kind < 0 || (tcfg.kind && (!tcfg.ring[0] || !tcfg.ring_bytes))) {
+        fprintf(stderr, "testbed-sender: cc needs dctcp, swift or nscc, and ring= and ring_bytes=\n");
         return 2;
     }
+    tcfg.cp.kind = tcfg.kind;
     /* die with the process that started us: an orphan would send into the next run */
     pid_t parent = getppid();
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
@@ -351,8 +778,8 @@ int main(int argc, char **argv)
         }
         struct flow *f = &flows[n_flows];
         memset(f, 0, sizeof(*f)); /* realloc does not zero: counters and next_psn start at 0 */
-        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu", f->ns, &f->fid, f->src, &f->sport, f->dst, &f->size,
-                   &f->payload, &f->start_ns) < 7)
+        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu %u %lu", f->ns, &f->fid, f->src, &f->sport, f->dst,
+                   &f->size, &f->payload, &f->start_ns, &f->dupthresh, &f->base_rtt_ns) < 7)
             continue;
         if (f->payload == 0 || f->size == 0)
             continue;
@@ -390,6 +817,10 @@ int main(int argc, char **argv)
         struct group *gr = &groups[group_of[i]];
         gr->flows[gr->n++] = &flows[i];
     }
+    if (tcfg.kind && transport_setup(groups, n_groups) < 0) {
+        fprintf(stderr, "testbed-sender: cannot set up the transport\n");
+        return 1;
+    }
     pthread_t *th = calloc(n_groups, sizeof(*th));
     pthread_barrier_init(&ready, NULL, n_groups + 1); /* the sender threads and this one */
     deadline_s += now_s();
@@ -407,16 +838,38 @@ int main(int argc, char **argv)
         if (flows[i].payload > maxlen)
             maxlen = flows[i].payload;
     pthread_barrier_wait(&ready);
+    pthread_t acks;
+    int acks_started = 0;
+    if (tcfg.kind && !setup_failed) {
+        for (int i = 0; i < n_flows; i++)
+            n_transport += !flows[i].noroute && flows[i].sock >= 0;
+        if (pthread_create(&acks, NULL, run_acks, NULL) != 0) {
+            fprintf(stderr, "testbed-sender: cannot start the ACK thread\n");
+            setup_failed = 1;
+        } else {
+            acks_started = 1;
+        }
+    }
     if (!setup_failed)
         start_together(groups, n_groups, maxlen);
     else
         release_all();
     for (int g = 0; g < n_groups; g++)
         pthread_join(th[g], NULL);
+    if (acks_started)
+        pthread_join(acks, NULL);
     if (setup_failed)
         return 1;
-    for (int i = 0; i < n_flows; i++)
-        printf("%u %lu %lu %lu %d\n", flows[i].fid, flows[i].packets, flows[i].bytes, flows[i].errors,
-               flows[i].noroute);
+    for (int i = 0; i < n_flows; i++) {
+        struct flow *f = &flows[i];
+        printf("%u %lu %lu %lu %d", f->fid, f->packets, f->bytes, f->errors, f->noroute);
+        if (tcfg.kind) /* RETRANSMITS FAST_RTX RTOS ACKS ECN_ACKS ACKED_TWICE SPURIOUS CWND ACKED NPKTS */
+            printf(" %lu %lu %lu %lu %lu %lu %lu %.3f %u %u", f->tp.retransmits, f->tp.fast_rtx, f->tp.rtos,
+                   f->tp.acks, f->tp.ecn_acks, f->tp.acked_twice, f->tp.spurious, f->tp.cc.cwnd, f->tp.acked,
+                   f->tp.npkts);
+        printf("\n");
+    }
+    if (tcfg.kind)
+        transport_report();
     return 0;
 }

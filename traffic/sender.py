@@ -23,14 +23,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .packet import Packetizer
+from .transport import DUPACK_BASE, Transport
 from .workloads import Flow
 
 SOURCE = Path(__file__).with_name("sender.c")
+# the transport's parts, compiled with it
+SOURCES = tuple(Path(__file__).with_name(n) for n in ("sender.c", "cca.c", "transport.c"))
+HEADERS = tuple(Path(__file__).with_name(n) for n in ("cca.h", "transport.h", "ringbuf.h"))
 BINARY = Path(__file__).resolve().parents[1] / "build" / "testbed-sender"
 # Kernel doubles this; at ~8.7 KB of truesize per 4 KB packet it lets about
 # ten packets wait in the NIC queue: the NIC never starves while its sender
 # wakes up, and the queue stays short.
 SNDBUF_BYTES = 40_000
+# Transport runs: about two packets. The receiver's ACKs leave through the same NIC queue as its own data,
+# so a deep queue there adds its length to every round trip the transport sees (ten packets: +3 % at a
+# base RTT of 150 packet times); the sender thread runs at real-time priority and refills it in time.
+SNDBUF_TRANSPORT_BYTES = 12_000
 
 
 def source_port(fid: int, seed: int) -> int:
@@ -45,10 +53,11 @@ class SenderError(RuntimeError):
 
 def sender_binary() -> Path:
     """Path of the compiled sender, (re)built if missing or older than its source."""
-    if not BINARY.exists() or BINARY.stat().st_mtime < SOURCE.stat().st_mtime:
+    newest = max(p.stat().st_mtime for p in SOURCES + HEADERS)
+    if not BINARY.exists() or BINARY.stat().st_mtime < newest:
         BINARY.parent.mkdir(parents=True, exist_ok=True)
         tmp = BINARY.with_suffix(".tmp")
-        r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", str(tmp), str(SOURCE)],
+        r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", str(tmp), *map(str, SOURCES)],
                            capture_output=True, text=True)
         if r.returncode != 0:
             raise SenderError(f"cannot compile {SOURCE}: {r.stderr.strip()}")
@@ -72,11 +81,40 @@ class FlowSent:
     bytes: int = 0  # UDP payload bytes handed to the kernel
     errors: int = 0
     noroute: bool = False  # the source had no route to the destination: nothing was sent
+    # transport runs only (the sender's own view; the receiver's counts are in the results)
+    retransmits: int = 0
+    fast_retransmits: int = 0
+    timeouts: int = 0
+    acks: int = 0  # ACKs acted on
+    ecn_acks: int = 0
+    acked_twice: int = 0  # ACKs of a packet acknowledged before: it had arrived twice
+    spurious: int = 0  # packets declared lost that had arrived after all
+    final_cwnd: float = 0.0
+    acked: int = 0  # distinct packets acknowledged
+    npkts: int = 0
+
+
+@dataclass(frozen=True)
+class Lateness:
+    """How late the transport acted, in ns: ACKs against their due time (arrival + base RTT), and packets
+    against the moment an ACK opened their window (the sender thread's wake-up)."""
+
+    acks: int
+    ack_p50_ns: int
+    ack_p99_ns: int
+    ack_max_ns: int
+    sends: int
+    send_p50_ns: int
+    send_p99_ns: int
+    send_max_ns: int
+    ring_overflow: int  # ACK events the transport had no room to hold (lost to it)
+    trace_records: int
 
 
 @dataclass
 class SendReport:
     flows: dict[int, FlowSent] = field(default_factory=dict)
+    lateness: Lateness | None = None  # transport runs only
 
     @property
     def packets(self) -> int:
@@ -91,11 +129,20 @@ class Senders:
     """The senders of one collective."""
 
     def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
-                 fault: str | None = None, line_rate_bps: int = 0) -> None:
+                 fault: str | None = None, line_rate_bps: int = 0, transport: Transport | None = None,
+                 paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "") -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
         counting source hosts in order of their first flow. A flow with a start
-        (start_bits) begins start_bits / line_rate_bps seconds after the rest."""
+        (start_bits) begins start_bits / line_rate_bps seconds after the rest.
+        With a `transport` that is on, every flow is window-limited (traffic/transport.py): `paths[fid]` is
+        its number of equal-cost paths (the duplicate-ACK threshold is 3 more), `ring_path` the pinned
+        ack_events ring, `trace_path` where the window trace goes. A fault "ackstall:N:US" makes the
+        transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU)."""
+        self.transport = transport if transport is not None and transport.on else None
+        self.paths = paths or {}
+        self.ring_path = ring_path
+        self.trace_path = trace_path
         self.line_rate_bps = line_rate_bps
         self.seed = seed
         self.fault = fault
@@ -109,13 +156,24 @@ class Senders:
         for f in self.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
             start_ns = round(f.start_bits / self.line_rate_bps * 1e9) if f.start_bits and self.line_rate_bps else 0
-            lines.append(f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
-                         f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
+            line = (f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
+                    f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
+            if self.transport is not None:
+                line += f" {DUPACK_BASE + self.paths.get(f.fid, 1)} {self.transport.base_rtt_ns}"
+            lines.append(line)
         return "\n".join(lines) + "\n"
 
     def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:
         """Send every flow once; `on_start(pid)` is called with the sender's PID."""
-        argv = [str(self.binary), f"{timeout_s:.3f}", str(SNDBUF_BYTES)] + ([self.fault] if self.fault else [])
+        sndbuf = SNDBUF_TRANSPORT_BYTES if self.transport is not None else SNDBUF_BYTES
+        argv = [str(self.binary), f"{timeout_s:.3f}", str(sndbuf)]
+        if self.fault and self.fault.startswith("ackstall:"):
+            argv.append(self.fault.replace("ackstall:", "ackstall=", 1))
+        elif self.fault:
+            argv.append(self.fault)
+        if self.transport is not None:
+            argv += self.transport.options() + [f"ring={self.ring_path}"]
+            argv += [f"trace={self.trace_path}"] if self.trace_path else []
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         on_start(proc.pid)
@@ -129,6 +187,15 @@ class Senders:
             raise SenderError(f"testbed-sender exited {proc.returncode}: {err.strip()}")
         report = SendReport(flows={f.fid: FlowSent(f.fid) for f in self.flows})
         for line in out.splitlines():
-            fid, pkts, nbytes, errors, noroute = (int(x) for x in line.split())
+            v = line.split()
+            if v[0] == "LATENESS":
+                report.lateness = Lateness(*(int(x) for x in v[1:]))
+                continue
+            fid, pkts, nbytes, errors, noroute = (int(x) for x in v[:5])
             report.flows[fid] = FlowSent(fid, pkts, nbytes, errors, bool(noroute))
+            if len(v) == 15:
+                t = report.flows[fid]
+                (t.retransmits, t.fast_retransmits, t.timeouts, t.acks, t.ecn_acks, t.acked_twice,
+                 t.spurious) = (int(x) for x in v[5:12])
+                t.final_cwnd, t.acked, t.npkts = float(v[12]), int(v[13]), int(v[14])
         return report

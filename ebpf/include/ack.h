@@ -3,7 +3,7 @@
  * Contract: ack_reflect() turns a RoCEv2 data packet that reached its
  * destination host into a 62-byte RC Acknowledge (Ethernet, IPv4, UDP:4791,
  * BTH opcode 0x11 with the same destination QP and PSN, AETH, ICRC-sized
- * trailer) addressed back to the sender, and returns the ifindex to send it
+ * trailer, which carries `echo`: 0, or a transport run's stamp) addressed back to the sender, and returns the ifindex to send it
  * out of (the host's own NIC), or 0 if the packet could not be rewritten.
  * The ACK echoes congestion: BECN set in its BTH when the data packet
  * arrived marked CE (RoCEv2 NICs send a separate CNP instead; one ACK per
@@ -37,7 +37,7 @@ static __always_inline __u16 ack_ip_csum(struct tb_ipv4 *ip)
 
 #define BTH_BECN 0x40 /* first byte of the BTH's destination-QP word: FECN 0x80, BECN 0x40 */
 
-static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce)
+static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce, __u32 echo)
 {
     void *data = (void *)(long)skb->data;
     void *end = (void *)(long)skb->data_end;
@@ -89,6 +89,6 @@ static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce)
         *(__u8 *)&b->dqpn |= BTH_BECN;
     b->apsn = apsn & TB_BE32(0x00FFFFFF);
     aeth->syndrome_msn = apsn & TB_BE32(0x00FFFFFF); /* syndrome 0: ACK; MSN = PSN */
-    *icrc = 0;
+    *icrc = echo; /* 0, or in a transport run the data frame's departure stamp (transport.h) */
     return skb->ifindex;
 }

@@ -4,7 +4,8 @@
  *   N_IFINDEX (max ifindex + 1), N_SWITCHES, N_HOSTS, W (uplinks per switch),
  *   K (ports of a switch), N_KEYS (destination keys per switch: max of the
  *   number of edge switches and k), N_PTR (pointer slots per switch and pipe),
- *   N_FLOWS (flow ids + 1: a workload's largest flow id must be below it).
+ *   N_FLOWS (flow ids + 1: a workload's largest flow id must be below it),
+ *   N_SEEN (words of rx_seen: one bit per data packet of a transport run).
  * All maps are pinned by Python after load so other processes can reach them.
  */
 #pragma once
@@ -68,6 +69,10 @@ BPF_ARRAY(host_lb_cnt, __u64, N_HOSTS * HLB_COUNTERS);
 /* switch id * N_HOSTS + destination host => packets a top-tier switch (core, or spine of a leaf-spine)
  * forwarded to that host: how each destination's traffic spreads over the bouncing layer */
 BPF_ARRAY(top_dst_pkts, __u64, N_SWITCHES * N_HOSTS);
+/* flow_rx[flow].seen_base + PSN / 64 => bit PSN % 64 set once that PSN arrived (transport runs, run_cfg.cc) */
+BPF_F_TABLE("array", int, __u64, rx_seen, N_SEEN, (1U << 10) /* BPF_F_MMAPABLE: zeroed in place */);
+/* struct ack_event per ACK back at its sender, read by the user-space transport (transport runs) */
+BPF_RINGBUF_OUTPUT(ack_events, ACK_EVENT_PAGES);
 /* CNT_* => count */
 BPF_ARRAY(counters, __u64, N_COUNTERS);
 

@@ -14,6 +14,12 @@
  * A raise that loses 4 races in a row gives up and counts itself in
  * max_giveups, so a maximum that may be low is flagged, never silent.
  *
+ * queue_full() is asked before queue_join() when ports have a finite buffer:
+ * 1 (and the port's buf_drops, or buf_ack_drops for an ACK, counted) when the packet would take the
+ * port's queue beyond `limit` bytes; the caller then drops it. Two CPUs
+ * joining at once can each see room for their own packet: the buffer can
+ * overshoot by one packet per CPU.
+ *
  * queue_nic_depart() is called once per frame a host NIC sends, when it
  * reaches the edge switch, after queue_sub(), with the NIC's paced rate as ps
  * per byte. Over the NIC's data frames (ACKs leave when data arrives, so
@@ -76,6 +82,17 @@ static __always_inline void queue_join(__u32 ifindex, __u64 len, __u64 now, __u6
         __sync_fetch_and_add(&q->max_giveups, 1);
     *pkts_out = p;
     *bytes_out = b;
+}
+
+static __always_inline int queue_full(__u32 ifindex, __u64 len, __u64 limit)
+{
+    if (!limit)
+        return 0;
+    struct port_q *q = port_q.lookup(&ifindex);
+    if (!q || *(volatile __u64 *)&q->bytes + len <= limit)
+        return 0;
+    __sync_fetch_and_add(len <= ACK_FRAME_BYTES ? &q->buf_ack_drops : &q->buf_drops, 1);
+    return 1;
 }
 
 static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)

@@ -116,6 +116,8 @@ struct port_q {
     __u64 nic_b2b;          /* data frames that left less than half a frame time after the previous frame */
     __u64 ecn_marked;       /* packets this port's switch marked CE on entering the queue (ecn.h) */
     __u64 nic_data_bytes;   /* bytes the NIC had sent (ACKs included) up to its last data frame */
+    __u64 buf_drops;        /* data packets dropped because the port's buffer (run_cfg.buffer_bytes) was full */
+    __u64 buf_ack_drops;    /* ACKs dropped so */
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */
@@ -128,6 +130,10 @@ struct flow_rx {
     __u64 ooo;          /* arrivals with a PSN below the highest seen */
     __u64 max_disp;     /* largest (highest PSN - PSN) at an arrival */
     __u64 ce;           /* arrivals marked CE */
+    __u64 uniq;         /* transport runs: arrivals of a PSN not seen before (what the application gets) */
+    __u64 dups;         /* transport runs: arrivals of a PSN already received */
+    __u64 seen_base;    /* transport runs, set by the run: this flow's first word in rx_seen */
+    __u64 seen_words;   /* and its number of words (one bit per PSN) */
 };
 
 /* Per-flow ACK counters at the sender: ack_rx[flow id]. */
@@ -163,6 +169,19 @@ struct run_cfg {
     __u32 host_lb;      /* HOST_LB_*: the host NICs' load-balancing scheme */
     __u32 ecn_unit;     /* ECN_*: marking off, or its threshold in bytes or in packets */
     __u64 ecn_thresh;   /* mark CE when the queue a packet joins, itself included, holds more than this */
+    __u32 cc;           /* 1: a user-space transport is in the loop (transport.h): data frames carry their NIC
+                         * departure stamp, receivers drop duplicates (rx_seen), ACKs go to ack_events */
+    __u32 pad;
+    __u64 buffer_bytes; /* per switch port: a packet that would take its queue beyond this is dropped (0: no limit) */
+};
+
+/* One ACK back at its sender, for the user-space transport (ack_events). */
+struct ack_event {
+    __u64 t_ns;         /* arrival at the sender's NIC (bpf_ktime_get_ns: CLOCK_MONOTONIC) */
+    __u32 flow;
+    __u32 psn;          /* the data packet it acknowledges */
+    __u32 rtt_ns;       /* that data frame's NIC departure to this ACK's arrival, through the fabric */
+    __u32 ecn;          /* 1: the ACK echoes CE */
 };
 
 #define ECN_OFF   0
@@ -170,6 +189,9 @@ struct run_cfg {
 #define ECN_PKTS  2
 
 #define ACK_FRAME_BYTES 62  /* 14 Ethernet + 20 IPv4 + 8 UDP + 12 BTH + 4 AETH + 4 ICRC */
+#define DATA_PAYLOAD_OFF 54 /* a data frame's payload, after its BTH: transport runs stamp it there */
+#define ACK_ECHO_OFF 58     /* an ACK's ICRC slot: transport runs echo the data frame's stamp there */
+#define ACK_EVENT_PAGES 256 /* ack_events: 1 MB, 43,000 events */
 
 /* Counter indices: counters[i]. */
 #define CNT_NO_ROUTE   0   /* destination unknown: dropped */

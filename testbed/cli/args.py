@@ -61,6 +61,24 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
+
+
+def duration(text: str) -> float:
+    """Seconds from "100ms", "150us", "0.1s" or "2000ns"."""
+    t = text.strip().lower()
+    for unit in ("ms", "us", "ns", "s"):
+        if t.endswith(unit):
+            try:
+                v = float(t[: -len(unit)]) * DURATION_UNITS[unit]
+            except ValueError:
+                break
+            if v < 0:
+                raise argparse.ArgumentTypeError(f"a duration must be >= 0, got {text!r}")
+            return v
+    raise argparse.ArgumentTypeError(f"not a duration: {text!r} (for example 100ms, 150us, 0.1s)")
+
+
 def load(text: str) -> float:
     try:
         v = float(text)

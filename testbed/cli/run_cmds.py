@@ -52,6 +52,7 @@ def add_run(sub: Any) -> None:
                      help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     add_ecn(run)
+    add_transport(run)
     run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
     run.add_argument("--pace", choices=("load", "rho_max"), default="load",
@@ -72,6 +73,27 @@ def add_ecn(sp: argparse.ArgumentParser) -> None:
                          "packets (20pkts), percent of --buffer-ref (default 10%%) or off")
     sp.add_argument("--buffer-ref", type=args.size, default=800 * 1024,
                     help="the port buffer a threshold in percent refers to (default 800KB, the paper's)")
+
+
+def add_transport(sp: argparse.ArgumentParser) -> None:
+    from traffic.transport import CCAS
+
+    sp.add_argument("--cc", choices=CCAS, default="none",
+                    help="congestion control at the hosts: window-limited, ACK-clocked flows (turns --acks on); "
+                         "none: the paced blast (default)")
+    sp.add_argument("--base-rtt", type=args.duration, default=None,
+                    help="with --cc: emulated base RTT, a fixed delay on the feedback (for example 100ms)")
+    sp.add_argument("--base-rtt-pkts", type=float, default=None,
+                    help="with --cc: the base RTT in packet times at line rate (default 150, the paper's)")
+    sp.add_argument("--buffer", type=args.size, default=None,
+                    help="bytes per switch port; a full buffer drops (default 800KB with --cc, unlimited without)")
+
+
+def transport_params(a: argparse.Namespace) -> dict[str, Any]:
+    """RunParams' transport fields from the command line (a CCA turns ACKs on)."""
+    if a.cc != "none":
+        a.acks = True
+    return {"cc": a.cc, "base_rtt_s": a.base_rtt, "base_rtt_pkts": a.base_rtt_pkts, "buffer_bytes": a.buffer}
 
 
 def add_wait(sp: argparse.ArgumentParser) -> None:
@@ -106,12 +128,13 @@ def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
 def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
     if a.size is None and a.workload != "cm":
         raise RunError(f"--size is required for the {a.workload} workload")
+    tp = transport_params(a)
     return RunParams(a.workload, a.size or 0, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
                      hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
-                     flows_file=a.flows, cm_rate_bps=a.cm_rate)
+                     flows_file=a.flows, cm_rate_bps=a.cm_rate, **tp)
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:

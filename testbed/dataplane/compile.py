@@ -22,7 +22,7 @@ from typing import Any
 
 from ..topology import IFINDEX_BASE, FatTree
 from . import models
-from .maps import BPFFS, MAP_TYPES, pin_dir, prog_id
+from .maps import ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, RINGBUF_MAPS, pin_dir, prog_id
 
 EBPF_DIR = Path(__file__).resolve().parents[2] / "ebpf"
 SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
@@ -68,12 +68,13 @@ class Dims:
         per flow, port queues, per (top switch, destination) counts, host path masks."""
         return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
                 + 4 * self.n_switches * self.n_keys + (64 + 32 + 24 + 16) * self.n_flows + 200 * self.n_ifindex
-                + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges)
+                + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges + 8 * N_SEEN
+                + ACK_EVENT_BYTES)
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
-                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}"]
+                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"]
 
 
 def source() -> str:
@@ -128,7 +129,7 @@ class Compiled:
         ensure_bpffs()
         d = pin_dir(prefix)
         os.makedirs(d, exist_ok=True)
-        for name in MAP_TYPES:
+        for name in (*MAP_TYPES, *RINGBUF_MAPS):
             path = os.path.join(d, name)
             if lib.bpf_obj_pin(self._bpf[name.encode()].map_fd, path.encode()) != 0:
                 raise OSError(ct.get_errno(), f"pin {path}")

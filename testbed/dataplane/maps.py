@@ -53,14 +53,15 @@ class PortQ(ct.Structure):
         "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
         "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
         "busy_periods", "max_giveups", "nic_last_ns", "nic_work_ns", "nic_work_max_ns", "nic_last_data_ns", "nic_gap_max_ns",
-        "nic_b2b", "ecn_marked", "nic_data_bytes")]
+        "nic_b2b", "ecn_marked", "nic_data_bytes", "buf_drops", "buf_ack_drops")]
 
 
 PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # PortQ as numpy sees it: every field a u64
 
 
 class FlowRx(ct.Structure):
-    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp", "ce")]
+    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp", "ce",
+                                   "uniq", "dups", "seen_base", "seen_words")]
 
 
 class AckRx(ct.Structure):
@@ -79,7 +80,7 @@ ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
 
 class RunCfg(ct.Structure):
     _fields_ = [("acks", u32), ("nic_ps_per_byte", u32), ("host_lb", u32), ("ecn_unit", u32),
-                ("ecn_thresh", u64)]
+                ("ecn_thresh", u64), ("cc", u32), ("pad", u32), ("buffer_bytes", u64)]
 
 
 HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT = range(5)  # host_lb_cnt[host * 5 + i]
@@ -120,7 +121,12 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "host_paths": (u32, u64),
     "host_lb_cnt": (u32, u64),
     "top_dst_pkts": (u32, u64),
+    "rx_seen": (u32, u64),
 }
+# Pinned too, but not opened here: the transport's ACK events, read by traffic/sender.c from the pin
+RINGBUF_MAPS = ("ack_events",)
+N_SEEN = 1 << 20  # rx_seen words: one bit per data packet of a transport run (67 M packets; 8 MB)
+ACK_EVENT_BYTES = 256 * 4096  # ack_events (shared.h ACK_EVENT_PAGES)
 
 
 # -- program and map handles ------------------------------------------------
@@ -295,6 +301,14 @@ class Maps:
             size = -(-ct.sizeof(PortQ) * n // mmap.PAGESIZE) * mmap.PAGESIZE
             self._port_q_mmap = mmap.mmap(self._maps["port_q"].fd, size, mmap.MAP_SHARED, mmap.PROT_READ)
         return np.frombuffer(self._port_q_mmap, dtype=PORTQ_DTYPE, count=n)
+
+    def zero_seen(self, n_words: int) -> None:
+        """rx_seen words 0..n_words-1 back to zero, in place (the map is BPF_F_MMAPABLE)."""
+        if n_words <= 0:
+            return
+        size = -(-8 * n_words // mmap.PAGESIZE) * mmap.PAGESIZE
+        with mmap.mmap(self._maps["rx_seen"].fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as m:
+            m[:] = bytes(size)
 
     def __getattr__(self, name: str) -> Any:
         try:

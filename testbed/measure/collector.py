@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..dataplane.compile import Dims
-from ..dataplane.maps import HOST_LB_COUNTER_NAMES, HOST_LB_COUNTERS, RX_ACKS, RX_DATA, U64, AckRx, Maps, PortQ, signed
+from ..dataplane.maps import HOST_LB_COUNTER_NAMES, HOST_LB_COUNTERS, RX_ACKS, RX_DATA, U64, AckRx, FlowRx, Maps, PortQ, signed
 from ..dataplane.switches import lb_switches, n_keys
 from ..topology import FatTree, Level
 from .metrics import FlowSample, PortSample
@@ -57,7 +57,7 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
             signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
             q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns,
             busy, q.busy_periods, q.max_giveups, q.nic_work_max_ns, q.nic_gap_max_ns, q.nic_b2b, q.ecn_marked,
-            q.nic_last_data_ns, q.nic_data_bytes)
+            q.nic_last_data_ns, q.nic_data_bytes, q.buf_drops, q.buf_ack_drops)
     return out
 
 
@@ -167,7 +167,7 @@ def read_flows(maps: Maps, max_fid: int) -> dict[int, FlowSample]:
     for fid in range(1, max_fid + 1):
         f = arr[fid]
         if f.pkts:
-            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp, f.ce)
+            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp, f.ce, f.uniq, f.dups)
     return out
 
 
@@ -183,6 +183,18 @@ def reset_flows(maps: Maps, max_fid: int) -> None:
     maps.ack_rx.zero(max_fid + 1)
     for i in (RX_DATA, RX_ACKS):
         maps.rx_total.set(i, [0] * maps.rx_total.ncpu)
+
+
+def prepare_transport(maps: Maps, words: list[tuple[int, int]]) -> None:
+    """A transport run's receivers: flow fid gets rx_seen words [base, base + n) for `(fid, n)` in `words`,
+    zeroed (flow_rx must have been reset)."""
+    total = sum(n for _, n in words)
+    maps.zero_seen(total)
+    base = 0
+    for fid, n in words:
+        v = FlowRx(seen_base=base, seen_words=n)
+        maps.flow_rx.set(fid, v)
+        base += n
 
 
 def reset_host_counters(maps: Maps, tree: FatTree) -> None:
@@ -212,6 +224,12 @@ def read_top_dst(maps: Maps, tree: FatTree) -> Any:
 def received(maps: Maps) -> tuple[int, int]:
     """Data packets and ACKs the hosts have received since the reset (two per-CPU counters)."""
     return maps.rx_total.total(RX_DATA), maps.rx_total.total(RX_ACKS)
+
+
+def buffer_drops(maps: Maps, tree: FatTree) -> tuple[int, int]:
+    """Data packets and ACKs the finite port buffers have dropped since the reset (read in place)."""
+    view = maps.port_q_view(Dims.of(tree).n_ifindex)
+    return int(view["buf_drops"].sum()), int(view["buf_ack_drops"].sum())
 
 
 def softnet_drops() -> int:

@@ -23,6 +23,13 @@ tolerance, and a reason naming the worst offender when it fails:
 - CPU: no CPU saturated (busiest CPU < 98 % busy) and the hypervisor took
   less than 5 % of the CPU time (steal): a stolen CPU fires timers late;
 - exact maxima: no queue-maximum update gave up (else the maxima may be low).
+- transport (--cc runs): the user-space transport acted on ACKs, and sent
+  what an ACK let it send, late by at most 0.25 % of the emulated base RTT
+  at the median, 1 % at the 99th percentile and 5 % at worst (floors 0.25,
+  1 and 4 packet times), held every ACK event the kernel gave it, and every
+  flow was received in full. In these
+  runs the hosts send what their windows allow, not at the paced rate, so
+  pacing, NIC lateness, timing excess and NIC stalls are not judged.
 
 Drops in a switch queue, packets stranded by a failure and packets that died
 in a failed link are results of the network being emulated: reported, and
@@ -37,6 +44,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .transport import LoopTiming
+
 PACING_TOLERANCE = 0.02
 SERVICE_MIN = 0.97
 START_SKEW_MAX_PKTS = 1.0
@@ -46,6 +55,16 @@ CPU_BUSIEST_MAX = 0.98
 STEAL_MAX = 0.05
 TIMING_EXCESS_MAX = 0.005  # share of the CCT bound
 TIMING_EXCESS_FLOOR_PKTS = START_SKEW_MAX_PKTS + 0.5
+# The transport's lateness, as a share of the emulated base RTT (every window's round trip is that much
+# longer than the model's), with a floor in packet times for runs with little or no base RTT: median (a
+# systematic lateness slows every window-limited flow by its share), 99th percentile, worst.
+LATE_SHARE = {"p50": 0.0025, "p99": 0.01, "max": 0.05}
+LATE_FLOOR_PKTS = {"p50": 0.25, "p99": 1.0, "max": STALL_MAX_PKTS}
+
+
+def late_tolerance(which: str, base_rtt_pkts: float) -> float:
+    """Largest lateness (packet times) a valid transport run may have at percentile `which`."""
+    return max(LATE_FLOOR_PKTS[which], LATE_SHARE[which] * base_rtt_pkts)
 
 
 @dataclass(frozen=True)
@@ -128,6 +147,7 @@ class Evidence:
     timing_excess_pkts: float = 0.0  # largest start offset + NIC lateness (metrics.timing_excess_pkts)
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
     nic_stamped: bool = False  # NIC departures from the kernel's hand-over stamps (testbed.fabric.rx_timestamps)
+    loop: LoopTiming | None = None  # transport runs: how late the user-space transport acted
 
     @property
     def timing_excess_share(self) -> float:
@@ -165,6 +185,7 @@ class Verdict:
     nic_burst_by_host: dict[str, float] = field(default_factory=dict)
     nic_stall_by_host: dict[str, float] = field(default_factory=dict)
     nic_late_by_host: dict[str, float] = field(default_factory=dict)
+    transport: dict[str, Any] | None = None  # transport runs: LoopTiming
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,11 +204,12 @@ def _reasons(e: Evidence) -> list[str]:
     if skew > START_SKEW_MAX_PKTS:
         out.append(f"senders started {1e3 * e.start_skew_s:.2f} ms apart, {skew:.1f} packet times (maximum "
                    f"{START_SKEW_MAX_PKTS:g})")
+    paced = e.loop is None  # transport runs send what their windows allow
     host, err = _worst(e.pacing, abs)
-    if abs(err) > PACING_TOLERANCE:
+    if paced and abs(err) > PACING_TOLERANCE:
         out.append(f"host pacing off by {100 * err:+.1f} % at {host} (tolerance {100 * PACING_TOLERANCE:.0f} %)")
     share, pkts = e.timing_excess_share, e.timing_excess_pkts
-    if share > TIMING_EXCESS_MAX and pkts > TIMING_EXCESS_FLOOR_PKTS:
+    if paced and share > TIMING_EXCESS_MAX and pkts > TIMING_EXCESS_FLOOR_PKTS:
         host, late = _worst(e.nic_late_pkts)
         out.append(f"start offsets and late NICs can have added {100 * share:.1f} % to the CCT ({pkts:.1f} packet "
                    f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times")
@@ -196,7 +218,7 @@ def _reasons(e: Evidence) -> list[str]:
         out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
                    f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)")
     host, stall = _worst(e.nic_stall_pkts)
-    if stall > STALL_MAX_PKTS:
+    if paced and stall > STALL_MAX_PKTS:
         out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g})")
     port, service = _worst(e.service, lambda v: -v)
     if e.service and service < SERVICE_MIN:
@@ -223,13 +245,34 @@ def _reasons(e: Evidence) -> list[str]:
                    f"{100 * STEAL_MAX:.0f} %): rerun on a quieter machine or at a lower rate")
     if e.max_giveups:
         out.append(f"{e.max_giveups} queue-maximum updates gave up under contention: the maxima may be low")
+    if e.loop is not None:
+        out += _transport_reasons(e.loop)
+    return out
+
+
+def _transport_reasons(t: LoopTiming) -> list[str]:
+    out = []
+    for what, figures in (("ACKs acted on", (t.ack_late_p50_pkts, t.ack_late_p99_pkts, t.ack_late_max_pkts)),
+                          ("packets sent after their window opened",
+                           (t.send_late_p50_pkts, t.send_late_p99_pkts, t.send_late_max_pkts))):
+        limits = [late_tolerance(w, t.base_rtt_pkts) for w in ("p50", "p99", "max")]
+        if any(v > lim for v, lim in zip(figures, limits)):
+            out.append(f"the transport fell behind: {what} late by {figures[0]:.2f} / {figures[1]:.2f} / "
+                       f"{figures[2]:.1f} packet times (median / 99th percentile / worst; maximum "
+                       f"{limits[0]:.2f} / {limits[1]:.2f} / {limits[2]:.1f} at a base RTT of "
+                       f"{t.base_rtt_pkts:.0f} packet times)")
+    if t.ring_overflow:
+        out.append(f"the transport lost {t.ring_overflow} ACK events (its queue was full)")
+    if t.incomplete_flows:
+        out.append(f"{t.incomplete_flows} flows were not received in full (the transport's deadline passed)")
     return out
 
 
 TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_skew_pkts": START_SKEW_MAX_PKTS,
               "nic_burst_pkts": NIC_BURST_MAX_PKTS, "nic_stall_pkts": STALL_MAX_PKTS,
               "cpu_busiest": CPU_BUSIEST_MAX, "cpu_steal": STEAL_MAX, "timing_excess_share": TIMING_EXCESS_MAX,
-              "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS}
+              "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS, **{f"transport_late_{w}_share_of_base_rtt": v for w, v in LATE_SHARE.items()},
+              **{f"transport_late_{w}_floor_pkts": v for w, v in LATE_FLOOR_PKTS.items()}}
 
 
 def verdict(e: Evidence) -> Verdict:
@@ -249,4 +292,4 @@ def verdict(e: Evidence) -> Verdict:
         timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
         nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
-        nic_late_by_host=dict(e.nic_late_pkts))
+        nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None)

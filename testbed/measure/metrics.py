@@ -41,6 +41,8 @@ class PortSample:
     ecn_marked: int = 0  # packets marked CE as they joined this queue
     nic_last_data_ns: int = 0  # host NIC queues: the last data frame's arrival at the switch (0: no data frame)
     nic_data_bytes: int = 0  # the bytes the NIC had sent up to it, ACKs included
+    buf_drops: int = 0  # data packets dropped because the port's finite buffer was full
+    buf_ack_drops: int = 0  # ACKs dropped so
 
     def nic_span(self) -> tuple[int, int]:
         """A NIC's own sending: from its first frame to its last data frame, and the bytes it sent in between
@@ -60,6 +62,8 @@ class FlowSample:
     ooo: int
     max_disp: int
     ce: int = 0  # arrivals marked CE
+    uniq: int = 0  # transport runs: distinct PSNs received (what the application got)
+    dups: int = 0  # transport runs: arrivals of a PSN received before
 
 
 def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int = 0) -> tuple[dict[int, int],
@@ -135,6 +139,7 @@ class PortQueue:
     max_bytes: int
     tx_pkts: int
     ecn_marked: int = 0
+    drops: int = 0  # packets (data and ACKs) its finite buffer dropped
 
 
 def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) -> list[PortQueue]:
@@ -143,7 +148,7 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
         s = ports[p.ifindex]
         out.append(PortQueue(p.label, p.stage.label, s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
                              s.max_pkts, s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0, s.max_bytes,
-                             s.tx_pkts, s.ecn_marked))
+                             s.tx_pkts, s.ecn_marked, s.buf_drops + s.buf_ack_drops))
     return out
 
 

@@ -9,13 +9,16 @@
                            average and maximum occupancy, bytes, utilisation
     DIR/timeseries.parquet occupancy of every port, sampled (long format)
     DIR/stages.parquet     one row per stage: queues, worst link overload
+    DIR/windows.parquet    transport runs (--cc): one row per ACK acted on,
+                           fast retransmission and timeout: time, flow,
+                           PSN, window, round trip, CE echo, the rule fired
 
 The manifest is written first with "complete": false and rewritten (by an
 atomic rename) only after every data file is in place, so a run stopped by
 Ctrl-C or an error leaves a manifest that says so ("status": "interrupted"
 or "failed") and never a directory that looks complete.
 
-`load(DIR)` returns the manifest and the four tables as pandas DataFrames.
+`load(DIR)` returns the manifest and the tables as pandas DataFrames.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from typing import Any
 import pandas as pd
 
 MANIFEST = "manifest.json"
-TABLES = ("flows", "ports", "timeseries", "stages")
+TABLES = ("flows", "ports", "timeseries", "stages", "windows")
 
 
 class ResultsError(RuntimeError):
@@ -59,6 +62,8 @@ class RunDir:
 
     def finish(self, manifest: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
         for name in TABLES:
+            if name not in tables:
+                continue  # windows: transport runs only
             tmp = self.path / f".{name}.parquet.tmp"
             tables[name].to_parquet(tmp, index=False)
             os.replace(tmp, self.path / f"{name}.parquet")
@@ -73,6 +78,7 @@ class RunResults:
     ports: pd.DataFrame
     timeseries: pd.DataFrame
     stages: pd.DataFrame
+    windows: pd.DataFrame  # empty unless the run had a transport (--cc)
 
 
 def load(path: str | Path, allow_incomplete: bool = False) -> RunResults:

@@ -10,12 +10,15 @@ packet (and ACK) is delivered or the fabric is drained, and returns a
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import tempfile
 import time
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -23,10 +26,11 @@ import pandas as pd
 
 from traffic.packet import ACK_FRAME_BYTES, Packetizer
 from traffic.sender import Endpoint, Senders, SendReport
+from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
 from ..dataplane import control, switches
-from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, Maps, RunCfg
+from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, RINGBUF_MAPS, Maps, RunCfg, pin_dir
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import cpu_latency, links, netns, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
@@ -34,6 +38,7 @@ from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
 from ..measure import collector, fidelity, metrics, provenance, results
+from ..measure import transport as tmeasure
 from ..topology import FatTree
 from . import faults
 from .params import Result, RunError, RunParams
@@ -73,6 +78,11 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")
+    tp = p.transport(spec.rate_bps)
+    seen_words = [(f.fid, math.ceil(pk.count(f.size_bytes) / 64)) for f in flows] if tp.on else []
+    if sum(n for _, n in seen_words) > N_SEEN:
+        raise RunError(f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
+                       f"{sum(pk.count(f.size_bytes) for f in flows):,}")
     actions = faults.parse_timeline(p.events, tree) if p.events else []
     failed_now = faults.current_failed(tree)
     rho: dict[str, Any] = {"paced": False}
@@ -105,9 +115,12 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         scheme_label = p.scheme.label
     ecn = p.ecn()
     maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate), host_lb=host_lb,
-                               ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value))
+                               ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value, cc=int(tp.on),
+                               buffer_bytes=p.port_buffer()))
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
+    if tp.on:
+        collector.prepare_transport(maps, seen_words)
     switches.reset_host_state(maps, tree, p.seed, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
@@ -125,11 +138,12 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
                        "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
-            "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound})
+            "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound,
+            "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None})
     try:
         with cpu_latency.awake() as awake, rx_timestamps.on() as stamped:
             return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
-                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped)
+                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp)
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -170,7 +184,7 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
              bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
-             timeline: faults.Timeline, cpu_awake: bool, stamped: bool) -> Result:
+             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     bound, bound_ff = bounds
@@ -185,9 +199,12 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     collector.reset_host_counters(maps, tree)
     cpu0 = fidelity.CpuTimes.now()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
+    trace_dir = tempfile.TemporaryDirectory(prefix="testbed-windows-")
+    trace_path = Path(trace_dir.name) / "windows.bin"
     try:
-        sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None)
-        drained = _wait_delivered(maps, sent.packets, sent.packets if p.acks else 0)
+        sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
+                     tp, trace_path)
+        drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
     finally:
@@ -226,13 +243,21 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         "sender_errors": sent.errors,
         "link_failures": sum(e["lost_pkts"] for e in link_events),  # died in a link's queues when it failed
     }
+    buf_data, buf_acks = (sum(s.buf_drops for s in ports.values()), sum(s.buf_ack_drops for s in ports.values()))
+    drops["buffer"] = buf_data
+    drops["buffer_acks"] = buf_acks
     received = sum(r.pkts for r in rx.values())
     acks_received = sum(int(a.acks) for a in acks.values())
     pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk))
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
     burst, stall, b2b = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
-    losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures"))
+    losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
+    incomplete = sum(1 for f in flows if not sent.flows[f.fid].noroute
+                     and (rx[f.fid].uniq if f.fid in rx else 0) < pk.count(f.size_bytes)) if tp.on else 0
+    loop = None
+    if tp.on and sent.lateness is not None:
+        loop = tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
     delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
                                  drops["softnet"] + drops["switch"], drained)
     late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
@@ -241,7 +266,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     verdict = fidelity.verdict(fidelity.Evidence(
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, burst, stall, b2b, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped))
+        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
@@ -262,13 +287,19 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
             "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
             "no_route_at_source": sent.flows[f.fid].noroute,
-            "complete": (r.pkts if r else 0) == pk.count(f.size_bytes),
+            "complete": ((r.uniq if tp.on else r.pkts) if r else 0) == pk.count(f.size_bytes),
             "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
             "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
             "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
             "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0,
-            "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0})
+            "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0,
+            **(_flow_transport(sent.flows[f.fid], r) if tp.on else {})})
     port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
+    windows = tmeasure.read_trace(trace_path, t_first, tp.pkt_ns) if tp.on else None
+    trace_dir.cleanup()
+    transport = tmeasure.summary(windows, sent.flows, loop, tp.describe(), sum(r.uniq for r in rx.values()),
+                                 sum(r.dups for r in rx.values()), buf_data, buf_acks) \
+        if tp.on and windows is not None and loop is not None else {"cc": "none"}
     result = Result(
         scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
         load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, rho_max=rho, seed=p.seed, flows=len(flows),
@@ -287,15 +318,31 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         ecn_marked=sum(q.ecn_marked for q in queues),
         host_lb={"scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
                  **{n: sum(c[n] for c in host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
-                 "by_host": host_counts})
+                 "by_host": host_counts},
+        port_buffer_bytes=p.port_buffer(), transport=transport)
     if run_dir is not None:
-        run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()},
-                       _tables(tree, result, sampler, t_first))
+        tables = _tables(tree, result, sampler, t_first)
+        if windows is not None:
+            tables["windows"] = windows
+        run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()}, tables)
     return result
 
 
+def _flow_transport(s: Any, r: Any) -> dict[str, Any]:
+    """A flow's transport figures: the receiver's distinct and duplicate arrivals, the sender's recovery."""
+    return {"received_unique": r.uniq if r else 0, "received_duplicates": r.dups if r else 0,
+            "retransmits": s.retransmits, "fast_retransmits": s.fast_retransmits, "timeouts": s.timeouts,
+            "spurious_retransmits": s.spurious, "acked_twice": s.acked_twice, "final_cwnd_pkts": s.final_cwnd}
+
+
+def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
+    """Each flow's number of equal-cost paths (the transport's duplicate-ACK threshold is 3 more)."""
+    hpe, hpp = tree.hosts_per_edge, tree.hosts_per_pod
+    return {f.fid: n_paths(f.src // hpe == f.dst // hpe, f.src // hpp == f.dst // hpp, tree.w) for f in flows}
+
+
 def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
-          timeline: faults.Timeline, fault: str | None) -> SendReport:
+          timeline: faults.Timeline, fault: str | None, tp: Transport, trace_path: Path) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -305,9 +352,13 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps).run(
-            timeout_s=10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps,
-            on_start=started)
+        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "trace_path": str(trace_path),
+                     "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0])} if tp.on else {}
+        # a transport run can take longer: timeouts, and windows smaller than the BDP
+        timeout_s = (10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps
+                     + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0))
+        return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps, **transport).run(
+            timeout_s=timeout_s, on_start=started)
     finally:
         for pid in pids:
             state.record_pid(prefix, pid, add=False)
@@ -335,12 +386,15 @@ def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) ->
             "stages": pd.DataFrame(stage_rows)}
 
 
-def _wait_delivered(maps: Maps, expected: int, expected_acks: int) -> bool:
-    """Wait until every packet and ACK arrived (True) or nothing arrived for DRAIN_IDLE_S (False)."""
+def _wait_delivered(maps: Maps, sent: int, acks: bool, lost: Callable[[], tuple[int, int]]) -> bool:
+    """Wait until every data packet sent arrived or was dropped by a full buffer (`lost()`: data and ACKs
+    dropped so), and with `acks` every ACK of what arrived (True), or nothing arrived for DRAIN_IDLE_S
+    (False)."""
     last, last_change = (-1, -1), time.monotonic()
     while True:
         got, got_acks = collector.received(maps)
-        if got >= expected and got_acks >= expected_acks:
+        lost_data, lost_acks = lost()
+        if got + lost_data >= sent and (not acks or got_acks + lost_acks >= got):
             return True
         now = time.monotonic()
         if (got, got_acks) != last:

@@ -8,6 +8,7 @@ import resource
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Transport
 from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
@@ -16,7 +17,7 @@ from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.units import QueueThreshold, parse_threshold
 
-INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|nic-burst")
+INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|nic-burst|ackstall:\d+:\d+")
 BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
@@ -55,6 +56,11 @@ class RunParams:
     buffer_ref: int = BUFFER_REF_BYTES
     flows_file: str | None = None  # cm: a flow list in htsim's connection-matrix format
     cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
+    # Congestion control (traffic/transport.py): "none" is the paced blast. A CCA turns ACKs on.
+    cc: str = "none"
+    base_rtt_pkts: float | None = None  # emulated base RTT in packet times at line rate (default 150 with a CCA)
+    base_rtt_s: float | None = None  # or in seconds (one of the two)
+    buffer_bytes: int | None = None  # per switch port; default 800 KB with a CCA, unlimited without
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -70,9 +76,39 @@ class RunParams:
         if self.buffer_ref <= 0:
             raise RunError(f"the reference buffer must be > 0 bytes, got {self.buffer_ref}")
         self.ecn()  # validates the threshold
+        if self.cc not in CCAS:
+            raise RunError(f"--cc: unknown congestion control {self.cc!r} (one of {', '.join(CCAS)})")
+        if self.base_rtt_pkts is not None and self.base_rtt_s is not None:
+            raise RunError("give the base RTT once: --base-rtt or --base-rtt-pkts")
+        if (self.base_rtt_pkts or 0) < 0 or (self.base_rtt_s or 0) < 0:
+            raise RunError("the base RTT must be >= 0")
+        if (self.base_rtt_pkts is not None or self.base_rtt_s is not None) and self.cc == "none":
+            raise RunError("a base RTT delays the feedback of a congestion controller: give --cc too")
+        if self.buffer_bytes is not None and self.buffer_bytes < 2 * 1500:
+            raise RunError(f"--buffer must hold at least two frames, got {self.buffer_bytes} bytes")
+        if self.cc != "none" and not self.acks:
+            object.__setattr__(self, "acks", True)  # a congestion controller is clocked by its ACKs
+        if self.inject is not None and self.inject.startswith("ackstall:") and self.cc == "none":
+            raise RunError("ackstall starves the transport's ACK thread: give --cc too")
         if self.scheme is Scheme.REPS and not self.acks:
             raise RunError("reps recycles the entropies its ACKs bring back: run it with --acks")
         self.workload_spec()  # validates the workload's own parameters
+
+    def port_buffer(self) -> int:
+        """Bytes per switch port for this run (0: unlimited)."""
+        if self.buffer_bytes is not None:
+            return self.buffer_bytes
+        return CC_BUFFER_BYTES if self.cc != "none" else 0
+
+    def transport(self, rate_bps: int) -> Transport:
+        """The run's transport on a fabric of `rate_bps` (off with cc none)."""
+        probe = Transport(self.cc, 0, rate_bps, self.payload, self.port_buffer())
+        if self.base_rtt_s is not None:
+            base = self.base_rtt_s * 1e9
+        else:
+            base = (DEFAULT_BASE_RTT_PKTS if self.base_rtt_pkts is None else self.base_rtt_pkts) * probe.pkt_ns
+        return Transport(self.cc, round(base) if self.cc != "none" else 0, rate_bps, self.payload,
+                         self.port_buffer())
 
     def ecn(self) -> QueueThreshold:
         try:
@@ -165,6 +201,8 @@ class Result:
     ecn: dict[str, Any] = field(default_factory=dict)  # the marking threshold of the run (unit, value)
     ecn_marked: int = 0  # packets the switches marked CE (counted at each queue that marked one)
     host_lb: dict[str, Any] = field(default_factory=dict)  # host NIC scheme and its counters, total and per host
+    port_buffer_bytes: int = 0  # per switch port (0: unlimited)
+    transport: dict[str, Any] = field(default_factory=dict)  # --cc: the loop's figures (measure.transport)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

@@ -15,6 +15,19 @@ int tp_init(struct tp_flow *f, uint32_t npkts, uint32_t dupthresh, const struct 
     return 0;
 }
 
+size_t tp_sizeof(void)
+{
+    return sizeof(struct tp_flow);
+}
+
+void tp_stats(const struct tp_flow *f, uint64_t out[10])
+{
+    uint64_t v[10] = {f->una, f->inflight, f->acked, f->lost, f->retransmits, f->fast_rtx, f->rtos, f->spurious,
+                      (uint64_t)f->in_recovery, f->dupacks};
+    for (int i = 0; i < 10; i++)
+        out[i] = v[i];
+}
+
 void tp_free(struct tp_flow *f)
 {
     free(f->st);
@@ -28,7 +41,7 @@ static int room(const struct tp_flow *f)
 
 int tp_can_send(const struct tp_flow *f)
 {
-    return room(f) && (f->lost || f->next_new < f->npkts);
+    return (f->rtx_now && f->lost) || (room(f) && (f->lost || f->next_new < f->npkts));
 }
 
 static void take(struct tp_flow *f, uint32_t psn, uint64_t now_ns)
@@ -41,7 +54,8 @@ static void take(struct tp_flow *f, uint32_t psn, uint64_t now_ns)
 
 int tp_next(struct tp_flow *f, uint64_t now_ns, uint32_t *psn, int *retransmit)
 {
-    if (!room(f))
+    int owed = f->rtx_now && f->lost;
+    if (!owed && !room(f))
         return 0;
     if (f->lost) {
         for (uint32_t p = f->una; p < f->next_new; p++) {
@@ -49,12 +63,17 @@ int tp_next(struct tp_flow *f, uint64_t now_ns, uint32_t *psn, int *retransmit)
                 f->lost--;
                 take(f, p, now_ns);
                 f->retransmits++;
+                if (f->rtx_now)
+                    f->rtx_now--;
                 *psn = p;
                 *retransmit = 1;
                 return 1;
             }
         }
         f->lost = 0; /* none left (acknowledged meanwhile) */
+        f->rtx_now = 0;
+        if (!room(f))
+            return 0;
     }
     if (f->next_new >= f->npkts)
         return 0;
@@ -105,12 +124,15 @@ int tp_ack(struct tp_flow *f, uint64_t now_ns, uint32_t psn, double rtt_ns, int 
         if (f->in_recovery) {
             if (f->una > f->recover)
                 f->in_recovery = 0;
-            else if (f->una < f->npkts)
+            else if (f->una < f->npkts && f->st[f->una] == TP_INFLIGHT) {
                 mark_lost(f, f->una); /* partial ACK: the next hole */
+                f->rtx_now++;
+            }
         }
     } else if (psn > f->una && ++f->dupacks == f->dupthresh && !f->in_recovery &&
                f->st[f->una] == TP_INFLIGHT) {
         mark_lost(f, f->una);
+        f->rtx_now++;
         f->in_recovery = 1;
         f->recover = f->next_new - 1;
         f->fast_rtx++;
@@ -137,6 +159,7 @@ void tp_rto(struct tp_flow *f, uint64_t now_ns)
     for (uint32_t p = f->una; p < f->next_new; p++)
         mark_lost(f, p);
     f->in_recovery = 1;
+    f->rtx_now = 0;
     f->recover = f->next_new ? f->next_new - 1 : 0;
     f->dupacks = 0;
     f->rtos++;

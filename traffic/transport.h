@@ -18,6 +18,8 @@
  *                  `dupthresh`-th one in a row declares `una` lost (fast
  *                  retransmission, once per recovery: NewReno; a partial
  *                  ACK in recovery declares the next hole lost at once).
+ *                  Such a retransmission goes out at once, even when the
+ *                  window is full, as TCP's fast retransmission does.
  *   tp_rto()       when nothing advanced `una` for a retransmission
  *                  timeout with packets in flight: every packet in flight is
  *                  declared lost (the receiver's selective ACKs say what
@@ -27,6 +29,7 @@
  * declared lost that were not (spurious).
  */
 #pragma once
+#include <stddef.h>
 #include <stdint.h>
 #include "cca.h"
 
@@ -36,6 +39,7 @@ struct tp_flow {
     uint32_t npkts, dupthresh;
     uint8_t *st;
     uint32_t next_new, una, inflight, acked, dupacks, recover, lost;
+    uint32_t rtx_now;     /* fast retransmissions owed at once, whatever the window (as TCP's) */
     int in_recovery;
     uint64_t progress_ns; /* last time una advanced, or the pipe was empty when a packet went out */
     double rttvar_ns, min_rto_ns;
@@ -55,4 +59,7 @@ int tp_ack(struct tp_flow *f, uint64_t now_ns, uint32_t psn, double rtt_ns, int 
 double tp_rto_ns(const struct tp_flow *f);
 int tp_rto_due(const struct tp_flow *f, uint64_t now_ns);
 void tp_rto(struct tp_flow *f, uint64_t now_ns);
+size_t tp_sizeof(void);
+/* una, inflight, acked, lost, retransmits, fast_rtx, rtos, spurious, in_recovery, dupacks */
+void tp_stats(const struct tp_flow *f, uint64_t out[10]);
 static inline int tp_done(const struct tp_flow *f) { return f->acked == f->npkts; }

@@ -119,6 +119,12 @@ def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
                                                        "CCT increase over the fault-free bound (%)", 100.0)],
                                   "probability of each switch link failing", "against link failures",
                                   out_dir / "fig9-failures.png")))
+    if "cell_cc" in rows and (rows["cell_cc"] != "none").any():
+        ccs = [c for c in dict.fromkeys(rows["cell_cc"]) if c != "none"]
+        several = rows["size_bytes"].nunique() > 1
+        figs.append((("Fig. 14: CCT increase per scheme and message size" if several else
+                      "Fig. 12: CCT increase per scheme") + " under " + ", ".join(ccs),
+                     _cc_figure(rows[rows["cell_cc"] != "none"], ccs, out_dir / "fig12-cc.png")))
     pipes = _pipe_sizes(_schemes(rows))
     if len(pipes) > 1:
         figs.append(("Fig. 6: CCT increase against the pipe size (pOfan)",
@@ -154,6 +160,36 @@ def _pipe_figure(rows: pd.DataFrame, pipes: dict[str, int], out: Path) -> Path:
     ax.set_ylabel("CCT increase over the lower bound (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+def _cc_figure(rows: pd.DataFrame, ccs: list[str], out: Path) -> Path:
+    """One panel per congestion control: CCT increase per scheme (bars, mean and SEM over valid runs), one group
+    per message size."""
+    plt = _plt()
+    s = summarise(rows)
+    schemes = _schemes(rows)
+    sizes = sorted(rows["size_bytes"].unique())
+    fig, axes = plt.subplots(1, len(ccs), figsize=(4.2 * len(ccs) + 1, 4.2), squeeze=False)
+    width = 0.8 / max(1, len(schemes))
+    for ax, cc in zip(axes[0], ccs):
+        d = s[s["cell_cc"] == cc]
+        for i, scheme in enumerate(schemes):
+            vals, errs = [], []
+            for size in sizes:
+                r = d[(d["cell_label"] == scheme) & (d["size_bytes"] == size)]
+                vals.append(100 * float(r["cct_increase_mean"].iloc[0]) if len(r) else float("nan"))
+                errs.append(100 * float(r["cct_increase_sem"].iloc[0]) if len(r) else 0.0)
+            ax.bar([j + i * width for j in range(len(sizes))], vals, width, yerr=errs, label=scheme)
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))],
+                      [f"{sz // 1024} KB" for sz in sizes])
+        ax.set_title(cc)
+        ax.set_ylabel("CCT increase over the lower bound (%)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)

@@ -19,7 +19,8 @@ from ..measure.sweep_stats import Sweep, growths, load, provenance, summarise, v
 from .figures import figures, growth_rows
 
 KEY_LABELS = {"topology": "topology", "k": "k", "workload": "workload", "size_bytes": "size", "load": "load",
-              "cell_failure": "link failures", "cell_payload": "payload", "cell_label": "scheme"}
+              "cell_failure": "link failures", "cell_payload": "payload", "cell_cc": "congestion control",
+              "cell_label": "scheme"}
 
 
 def _size(v: Any) -> str:

@@ -59,6 +59,17 @@ def workloads(text: str) -> tuple[str, ...]:
     return vals
 
 
+def ccs(text: str) -> tuple[str, ...]:
+    from traffic.transport import CCAS
+
+    out = tuple(x.strip() for x in text.split(",") if x.strip())
+    bad = [x for x in out if x not in CCAS]
+    if bad or not out:
+        raise argparse.ArgumentTypeError(f"unknown congestion control {', '.join(bad) or text!r} (one of "
+                                         f"{', '.join(CCAS)})")
+    return out
+
+
 def ks(text: str) -> tuple[int, ...]:
     return tuple(args.k_value(x) for x in text.split(",") if x.strip())
 
@@ -81,6 +92,13 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")
     sw.add_argument("--cm-rate", type=args.rate, default=100_000_000_000,
                     help="cm: the line rate its start times were written for (default 100gbit)")
+    sw.add_argument("--ccs", type=ccs, default=("none",),
+                    help="comma-separated congestion controls, none, dctcp, swift, nscc (default none); a CCA turns "
+                         "ACKs on")
+    sw.add_argument("--base-rtt-pkts", type=float, default=None,
+                    help="with a CCA: the emulated base RTT in packet times (default 150)")
+    sw.add_argument("--buffer", type=args.size, default=None,
+                    help="bytes per switch port (default 800KB with a CCA, unlimited without)")
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
@@ -98,12 +116,13 @@ def matrix_of(a: argparse.Namespace) -> Any:
 
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
-                  a.inter_pod, a.retries, a.flows, a.cm_rate)
+                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer)
 
 
 def describe(row: dict[str, Any]) -> str:
     verdict = "valid" if row["fidelity_valid"] else "[red]INVALID[/]"
-    return (f"k={row['k']} {row['scheme']} {row['size_bytes'] // 1024} KB load {row['load']:g} s{row['seed']}: "
+    cc = f" {row['cc']}" if row.get("cc", "none") != "none" else ""
+    return (f"k={row['k']} {row['scheme']}{cc} {row['size_bytes'] // 1024} KB load {row['load']:g} s{row['seed']}: "
             f"{100 * row['cct_increase']:+.2f} % {verdict}")
 
 

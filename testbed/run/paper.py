@@ -33,6 +33,10 @@ class PaperFigure:
     missing: str = ""  # what of the paper's figure is not here
 
 
+CC_SCHEMES = ("ecmp", "rps", "ar", "reps", "ofan", "pofan:4")  # Fig. 12
+FSDP_LAYER_PKTS = {"8B": 119, "70B": 418, "405B": 1533}  # section 6.7: packets per flow per layer, FP8, 4 KB
+
+
 def _m(schemes: tuple[str, ...], **kw: object) -> Matrix:
     acks = "reps" in schemes
     return Matrix(schemes, acks=acks, **kw)  # type: ignore[arg-type]
@@ -81,6 +85,23 @@ def figures() -> dict[str, PaperFigure]:
                     "the mixes themselves (random, pods, aggregation or edge switches) are set with `testbed scheme set "
                     "pofan --switches ...` and `testbed run`; a sweep runs one scheme per cell, so this gives the two "
                     "ends only"),
+        PaperFigure("fig12", "Fig. 12: CCT increase per scheme with congestion control, DCTCP, NSCC and Swift, a "
+                    "4 MB permutation, 800 KB buffers, base RTT 150 packet times (6.5)",
+                    _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
+                    _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,),
+                       seeds=tuple(range(1, 6))),
+                    "the paper's MSwift is this testbed's swift (README, \"Congestion control\")"),
+        PaperFigure("fig14", "Fig. 14: FSDP2 on Llama-3, one ring step of a layer's ReduceScatter or AllGather per "
+                    "model (8B, 70B, 405B: 119, 418, 1,533 packets per flow), with NSCC and Swift (6.7)",
+                    _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
+                       sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), seeds=(1,),
+                       retries=1),
+                    _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
+                       sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(16,),
+                       seeds=tuple(range(1, 4))),
+                    "one ring step per model: a layer's backward pass repeats that step 2 (n - 1) times and the "
+                    "model repeats the layer, so the step's CCT increase is the pass's; the steps are not chained "
+                    "in one run, and random server placement is not modelled (hosts are servers in id order)"),
         PaperFigure("fig13", "Fig. 13: MoE all-to-all-v with a hot expert, with and without EPLB (6.6)",
                     _m(MAIN, workloads=("moe",), sizes=(64 * KB,), seeds=(1, 2)),
                     _m(MAIN, workloads=("moe",), sizes=(64 * KB, 256 * KB), ks=(8,), seeds=tuple(range(1, 11))),
@@ -89,7 +110,7 @@ def figures() -> dict[str, PaperFigure]:
     )}
 
 
-NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig10", "fig11", "fig13")
+NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14")
 
 
 def matrix(name: str, scale: str) -> Matrix:
@@ -102,7 +123,7 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
     times longer), plus about half a second of set-up per run and a build per fabric."""
     total = 0.0
     for k in m.ks:
-        rate = m.rate_for(k) if m.rate_bps else auto_rate_bps(FatTree(k, "est", m.topology), min(m.payloads), m.acks)
+        rate = m.rate_for(k) if m.rate_bps else auto_rate_bps(FatTree(k, "est", m.topology), min(m.payloads), m.with_acks)
         total += 2.0 + 0.3 * k
         for c in m.cells():
             if c.k != k:
@@ -112,6 +133,8 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
             per_host = c.size * (tree.n_hosts - 1) if c.workload in ("all-to-all", "moe") else c.size
             frames = per_host * (c.payload + 58) / c.payload
             total += 0.5 + slow * frames * 8 / (rate * c.load)
+            if c.cc != "none":  # a few base RTTs of 150 packet times, and the loop's own slowdown
+                total += 4 * 150 * (c.payload + 58) * 8 / rate
     return total
 
 

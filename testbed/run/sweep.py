@@ -72,6 +72,9 @@ class Matrix:
     retries: int = 2
     flows_file: str | None = None  # the cm workload's flow list (htsim connection matrix)
     cm_rate_bps: int = 100_000_000_000
+    ccs: tuple[str, ...] = ("none",)  # congestion control per cell (traffic/transport.py); a CCA turns ACKs on
+    base_rtt_pkts: float | None = None  # with a CCA: the emulated base RTT (default 150 packet times)
+    buffer_bytes: int | None = None  # per switch port (default 800 KB with a CCA, unlimited without)
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -103,14 +106,24 @@ class Matrix:
                     for size in self.sizes:
                         for load in self.loads:
                             for failure in self.failures:
-                                for config in self.configs():
-                                    for seed in self.seeds:
-                                        out.append(Cell(config.label, config.scheme.label, config.pipe_size,
-                                                        workload, size, load, failure, k, payload, seed))
+                                for cc in self.ccs:
+                                    for config in self.configs():
+                                        for seed in self.seeds:
+                                            out.append(Cell(config.label, config.scheme.label, config.pipe_size,
+                                                            workload, size, load, failure, k, payload, seed, cc))
         return out
 
+    @property
+    def with_acks(self) -> bool:
+        return self.acks or any(cc != "none" for cc in self.ccs)
+
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """Every field; the transport's only when set, so that a sweep without them keeps its fingerprint."""
+        d = asdict(self)
+        for name, default in TRANSPORT_DEFAULTS.items():
+            if d[name] == default:
+                del d[name]
+        return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Matrix:
@@ -131,7 +144,10 @@ class Matrix:
         packets per second), counting the ACKs."""
         if self.rate_bps:
             return self.rate_bps
-        return auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.acks)
+        return auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks)
+
+
+TRANSPORT_DEFAULTS: dict[str, Any] = {"ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None}
 
 
 @dataclass(frozen=True)
@@ -148,10 +164,12 @@ class Cell:
     k: int
     payload: int
     seed: int
+    cc: str = "none"
 
     @property
     def name(self) -> str:
-        return (f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}-"
+        cc = f"-{self.cc}" if self.cc != "none" else ""
+        return (f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}{cc}-"
                 f"{self.label}-s{self.seed}")
 
     def params(self, m: Matrix) -> RunParams:
@@ -160,7 +178,9 @@ class Cell:
         return RunParams(self.workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
                          payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
                          ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
-                         flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps)
+                         flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,
+                         base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
+                         buffer_bytes=m.buffer_bytes)
 
 
 # -- the rows ----------------------------------------------------------------
@@ -193,6 +213,13 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
+    t = r.get("transport") or {}
+    row["cc"] = cell.cc
+    for name in ("retransmits", "fast_retransmits", "timeouts", "spurious_retransmits", "received_duplicates",
+                 "buffer_drops", "window_decreases"):
+        row[f"transport_{name}"] = int(t.get(name, 0))
+    for name in ("ack_late_p99_pkts", "send_late_p99_pkts"):
+        row[f"transport_{name}"] = float((t.get("timing") or {}).get(name, 0.0))
     row["failed_links"] = ",".join(failed_links)
     row["attempts"] = 1 + len(r["discarded_attempts"])
     row["discarded"] = json.dumps(r["discarded_attempts"])

@@ -18,9 +18,13 @@
  *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
  *         checksum 0, as RoCEv2 NICs send them.
  *
- * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS]
- * (START_NS: the flow starts that long after the first packets; default 0)
- * argv: deadline_s sndbuf_bytes [fault]
+ * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS [DUPTHRESH BASE_RTT_NS]]
+ * (START_NS: the flow starts that long after the first packets; default 0; the last two: transport runs)
+ * argv: deadline_s sndbuf_bytes [fault] [KEY=VALUE ...]
+ * With cc=dctcp|swift|nscc (and the constants of traffic/transport.py as KEY=VALUE) it is a transport run:
+ * each flow window-limited and ACK-clocked (transport.h, cca.h), the ACKs read from the kernel's ring
+ * (ring=PATH, ringbuf.h) by one ACK thread that acts on each one base_ns after it reached the NIC; after the
+ * flow lines, one line "LATENESS ..." and the window trace written to trace=PATH.
  * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
  * sender thread of the G-th source namespace US microseconds after the
  * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet.

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .packet import Packetizer
-from .transport import DUPACK_BASE, Transport
+from .transport import Transport
 from .workloads import Flow
 
 SOURCE = Path(__file__).with_name("sender.c")
@@ -159,7 +159,7 @@ class Senders:
             line = (f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
                     f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
             if self.transport is not None:
-                line += f" {DUPACK_BASE + self.paths.get(f.fid, 1)} {self.transport.base_rtt_ns}"
+                line += f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} {self.transport.base_rtt_ns}"
             lines.append(line)
         return "\n".join(lines) + "\n"
 

@@ -18,6 +18,9 @@ Constants (README, "Congestion control", gives the reasons):
 - dctcp: g = 1/16, alpha starts at 1 (as Linux), one cut per RTT, additive
   increase of one packet per RTT, duplicate-ACK threshold 3 + the flow's
   number of paths (the paper's htsim setup).
+- swift, nscc: loss is declared after a quarter of a BDP of duplicate
+  ACKs (at least dctcp's threshold), as a transport built for spraying
+  tolerates reordering (RACK's quarter-RTT window); dctcp keeps 3 + paths.
 - swift: target RTT = base RTT + 20 packet times of queueing (the 80 KB ECN
   threshold at 4 KB packets, so that DCTCP and Swift aim at the same
   standing queue), ai = 1 packet per RTT, beta = 0.8, max_mdf = 0.5; no flow
@@ -32,6 +35,7 @@ Constants (README, "Congestion control", gives the reasons):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .packet import Packetizer
@@ -80,6 +84,13 @@ class Transport:
     @property
     def bdp_pkts(self) -> float:
         return max(1.0, self.base_rtt_ns / self.pkt_ns)
+
+    def dupthresh(self, paths: int) -> int:
+        """Duplicate ACKs that declare a packet lost: dctcp 3 + the flow's paths (the paper's htsim setup);
+        swift and nscc, built for spraying, tolerate a quarter of a BDP of reordering (RACK's reordering
+        window of a quarter RTT), and never less than dctcp."""
+        base = DUPACK_BASE + paths
+        return base if self.cc == "dctcp" else max(base, math.ceil(self.bdp_pkts / 4))
 
     def min_rto_ns(self) -> float:
         drain_ns = self.buffer_bytes * 8 / self.rate_bps * 1e9

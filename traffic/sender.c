@@ -452,10 +452,12 @@ static uint32_t max_fid;
 static int n_transport;      /* flows the transport must complete */
 static int n_complete;       /* of which done (ACK thread only) */
 
+static uint64_t transport_start_ns; /* ACK events older than this are a previous run's: dropped */
+
 static void on_event(void *ctx, const void *rec, uint32_t len)
 {
     (void)ctx;
-    if (len < sizeof(struct ack_event_rec))
+    if (len < sizeof(struct ack_event_rec) || ((const struct ack_event_rec *)rec)->t_ns < transport_start_ns)
         return;
     if (pend_tail - pend_head >= PENDING_CAP) {
         ring_overflow++;
@@ -567,6 +569,8 @@ static int transport_setup(struct group *groups, int n_groups)
     }
     memset(pend, 0, PENDING_CAP * sizeof(*pend));
     uint64_t now = mono_ns();
+    transport_start_ns = now;
+    rb_consume(&ring, on_event, NULL); /* what a previous run left in the ring (its last duplicate ACKs) */
     for (int gi = 0; gi < n_groups; gi++) {
         pthread_mutex_init(&groups[gi].mu, NULL);
         pthread_cond_init(&groups[gi].more, NULL);

@@ -49,7 +49,7 @@ int host_ingress(struct __sk_buff *skb)
     struct tb_eth *eth;
     struct tb_ipv4 *ip;
     struct tb_udp *udp;
-    struct tb_bth *b = parse_roce((void *)(long)skb->data, (void *)(long)skb->data_end, &eth, &ip, &udp);
+    struct tb_bth *b = parse_roce_skb(skb, &eth, &ip, &udp);
     if (!b)
         return TC_ACT_OK;
 

@@ -11,7 +11,6 @@ void cca_init(struct cca *c, const struct cca_params *p, uint64_t now_ns)
     *c = (struct cca){.cwnd = clamp(p, p->init_cwnd), .srtt_ns = p->base_rtt_ns, .alpha = 1.0,
                       .win_start_ns = now_ns, .last_eta_ns = now_ns, .fast_since_ns = now_ns,
                       .epoch_start_ns = now_ns, .fast_ok = 1};
-    c->last_cut_ns = 0;
 }
 
 /* a decrease at most once per `period` */
@@ -85,9 +84,8 @@ static int nscc_ack(struct cca *c, const struct cca_params *p, uint64_t now, dou
         return CCA_R_QUICK;
     int rule;
     double target = p->nscc_target_ns;
-    if (delay > p->nscc_fast_ns) {
+    if (delay > p->nscc_fast_ns)
         c->fast_ok = 0;
-    }
     if ((double)(now - c->fast_since_ns) >= c->srtt_ns) { /* a window has passed: was all of it fast? */
         int fast = c->fast_ok;
         c->fast_ok = 1;

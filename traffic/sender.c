@@ -544,8 +544,7 @@ static void *run_acks(void *arg)
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
             ;
     }
-    /* wake every sender thread: the run is over */
-    return NULL;
+    return NULL; /* the sender threads wait at most 50 ms at a time and see the deadline or their flows done */
 }
 
 static int transport_setup(struct group *groups, int n_groups)

@@ -39,12 +39,10 @@ static __always_inline __u16 ack_ip_csum(struct tb_ipv4 *ip)
 
 static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce, __u32 echo)
 {
-    void *data = (void *)(long)skb->data;
-    void *end = (void *)(long)skb->data_end;
     struct tb_eth *eth;
     struct tb_ipv4 *ip;
     struct tb_udp *udp;
-    struct tb_bth *b = parse_roce(data, end, &eth, &ip, &udp);
+    struct tb_bth *b = parse_roce_skb(skb, &eth, &ip, &udp);
     if (!b)
         return 0;
     __u8 mac_a[ETH_ALEN], mac_b[ETH_ALEN];
@@ -56,8 +54,8 @@ static __always_inline __u32 ack_reflect(struct __sk_buff *skb, __u32 ce, __u32 
 
     if (bpf_skb_change_tail(skb, ACK_FRAME_BYTES, 0))
         return 0;
-    data = (void *)(long)skb->data;
-    end = (void *)(long)skb->data_end;
+    void *data = (void *)(long)skb->data;
+    void *end = (void *)(long)skb->data_end;
     eth = data;
     ip = (void *)(eth + 1);
     udp = (void *)(ip + 1);

@@ -120,12 +120,10 @@ static __always_inline __u16 host_label(__u32 bit, __u32 between_pods)
 
 static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 scheme)
 {
-    void *data = (void *)(long)skb->data;
-    void *end = (void *)(long)skb->data_end;
     struct tb_eth *eth;
     struct tb_ipv4 *ip;
     struct tb_udp *udp;
-    struct tb_bth *b = parse_roce(data, end, &eth, &ip, &udp);
+    struct tb_bth *b = parse_roce_skb(skb, &eth, &ip, &udp);
     if (!b)
         return 0;
     __u32 flow = TB_BE32(b->dqpn) & 0xFFFFFF;

@@ -97,7 +97,8 @@ static __always_inline struct tb_bth *parse_bth(struct tb_udp *udp, void *end)
 }
 
 /* The BTH of a RoCEv2 packet starting at `data`, or NULL; also returns the
- * Ethernet, IPv4 and UDP headers it lies under. */
+ * Ethernet, IPv4 and UDP headers it lies under. parse_roce_skb(): the same
+ * for a program's packet. */
 static __always_inline struct tb_bth *parse_roce(void *data, void *end, struct tb_eth **eth,
                                                  struct tb_ipv4 **ip, struct tb_udp **udp)
 {
@@ -105,4 +106,10 @@ static __always_inline struct tb_bth *parse_roce(void *data, void *end, struct t
     *ip = *eth ? parse_ipv4(*eth, end) : NULL;
     *udp = *ip ? parse_udp(*ip, end) : NULL;
     return *udp ? parse_bth(*udp, end) : NULL;
+}
+
+static __always_inline struct tb_bth *parse_roce_skb(struct __sk_buff *skb, struct tb_eth **eth, struct tb_ipv4 **ip,
+                                                     struct tb_udp **udp)
+{
+    return parse_roce((void *)(long)skb->data, (void *)(long)skb->data_end, eth, ip, udp);
 }

@@ -31,28 +31,16 @@ static __always_inline void transport_stamp(struct __sk_buff *skb, __u64 now)
     bpf_skb_store_bytes(skb, DATA_PAYLOAD_OFF, &t, sizeof(t), 0);
 }
 
-/* 1 when this PSN had already arrived (a duplicate), else 0 */
-static __always_inline __u32 transport_seen(struct flow_rx *f, __u64 psn)
+static __always_inline void transport_seen(struct flow_rx *f, __u64 psn)
 {
     __u64 w = psn >> 6;
-    if (w >= f->seen_words) {
-        __sync_fetch_and_add(&f->dups, 1);
-        return 1;
-    }
     int idx = (int)(f->seen_base + w);
-    __u64 *word = rx_seen.lookup(&idx);
-    if (!word) {
-        __sync_fetch_and_add(&f->dups, 1);
-        return 1;
-    }
+    __u64 *word = w < f->seen_words ? rx_seen.lookup(&idx) : NULL;
     __u64 bit = 1ULL << (psn & 63);
-    __u64 old = __sync_fetch_and_or(word, bit);
-    if (old & bit) {
+    if (word && !(__sync_fetch_and_or(word, bit) & bit))
+        __sync_fetch_and_add(&f->uniq, 1);
+    else
         __sync_fetch_and_add(&f->dups, 1);
-        return 1;
-    }
-    __sync_fetch_and_add(&f->uniq, 1);
-    return 0;
 }
 
 static __always_inline __u32 transport_echo(struct __sk_buff *skb)

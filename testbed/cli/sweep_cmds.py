@@ -50,24 +50,24 @@ def probabilities(text: str) -> tuple[float, ...]:
     return vals
 
 
-def workloads(text: str) -> tuple[str, ...]:
+def names(what: str, allowed: tuple[str, ...], text: str) -> tuple[str, ...]:
+    """A comma-separated list of `what`, each one of `allowed`, at least one."""
     vals = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = [w for w in vals if w not in WORKLOADS]
+    bad = [w for w in vals if w not in allowed]
     if bad or not vals:
-        raise argparse.ArgumentTypeError(f"unknown workload {bad[0] if bad else text!r} (choose from "
-                                         f"{', '.join(WORKLOADS)})")
+        raise argparse.ArgumentTypeError(f"unknown {what} {bad[0] if bad else text!r} (choose from "
+                                         f"{', '.join(allowed)})")
     return vals
+
+
+def workloads(text: str) -> tuple[str, ...]:
+    return names("workload", WORKLOADS, text)
 
 
 def ccs(text: str) -> tuple[str, ...]:
     from traffic.transport import CCAS
 
-    out = tuple(x.strip() for x in text.split(",") if x.strip())
-    bad = [x for x in out if x not in CCAS]
-    if bad or not out:
-        raise argparse.ArgumentTypeError(f"unknown congestion control {', '.join(bad) or text!r} (one of "
-                                         f"{', '.join(CCAS)})")
-    return out
+    return names("congestion control", CCAS, text)
 
 
 def ks(text: str) -> tuple[int, ...]:

@@ -205,13 +205,16 @@ class MapHandle(Generic[K, V]):
 
     def zero(self, n: int) -> None:
         """Entries 0..n-1 of an array map back to all zeros, in one syscall (BPF_MAP_UPDATE_BATCH)."""
-        if n <= 0:
-            return
+        if n > 0:
+            self.write((self.value_type * n)())  # type: ignore[operator]
+
+    def write(self, vals: Any) -> None:
+        """Entries 0..len(vals)-1 of an array map from a ctypes array of its values, in one syscall."""
+        n = len(vals)
         keys = (self.key_type * n)(*range(n))  # type: ignore[operator]
-        vals = (self.value_type * n)()  # type: ignore[operator]
         count = u32(n)
         if self._lib.bpf_update_batch(self.fd, ct.byref(keys), ct.byref(vals), ct.byref(count)) != 0:
-            raise OSError(ct.get_errno(), "map batch zero")
+            raise OSError(ct.get_errno(), "map batch write")
 
     def get(self, key: int) -> V | None:
         k = self.key_type(key)  # type: ignore[call-arg]

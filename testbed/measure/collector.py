@@ -187,14 +187,14 @@ def reset_flows(maps: Maps, max_fid: int) -> None:
 
 def prepare_transport(maps: Maps, words: list[tuple[int, int]]) -> None:
     """A transport run's receivers: flow fid gets rx_seen words [base, base + n) for `(fid, n)` in `words`,
-    zeroed (flow_rx must have been reset)."""
-    total = sum(n for _, n in words)
-    maps.zero_seen(total)
+    zeroed, and fresh receive counters (one batched write of flow_rx)."""
+    maps.zero_seen(sum(n for _, n in words))
+    rx = (FlowRx * (max(fid for fid, _ in words) + 1))()
     base = 0
     for fid, n in words:
-        v = FlowRx(seen_base=base, seen_words=n)
-        maps.flow_rx.set(fid, v)
+        rx[fid].seen_base, rx[fid].seen_words = base, n
         base += n
+    maps.flow_rx.write(rx)
 
 
 def reset_host_counters(maps: Maps, tree: FatTree) -> None:

@@ -141,9 +141,11 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound,
             "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None})
     try:
-        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped:
+        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, \
+                tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
             return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
-                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp)
+                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
+                            Path(trace_dir) / "windows.bin")
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -184,7 +186,7 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
              bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
-             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport) -> Result:
+             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     bound, bound_ff = bounds
@@ -199,8 +201,6 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     collector.reset_host_counters(maps, tree)
     cpu0 = fidelity.CpuTimes.now()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
-    trace_dir = tempfile.TemporaryDirectory(prefix="testbed-windows-")
-    trace_path = Path(trace_dir.name) / "windows.bin"
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
                      tp, trace_path)
@@ -296,7 +296,6 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             **(_flow_transport(sent.flows[f.fid], r) if tp.on else {})})
     port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
     windows = tmeasure.read_trace(trace_path, t_first, tp.pkt_ns) if tp.on else None
-    trace_dir.cleanup()
     transport = tmeasure.summary(windows, sent.flows, loop, tp.describe(), sum(r.uniq for r in rx.values()),
                                  sum(r.dups for r in rx.values()), buf_data, buf_acks) \
         if tp.on and windows is not None and loop is not None else {"cc": "none"}

@@ -216,8 +216,9 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     t = r.get("transport") or {}
     row["cc"] = cell.cc
     for name in ("retransmits", "fast_retransmits", "timeouts", "spurious_retransmits", "received_duplicates",
-                 "buffer_drops", "window_decreases"):
+                 "buffer_drops"):
         row[f"transport_{name}"] = int(t.get(name, 0))
+    row["transport_window_decreases"] = int((t.get("rules") or {}).get("decrease", 0))
     for name in ("ack_late_p99_pkts", "send_late_p99_pkts"):
         row[f"transport_{name}"] = float((t.get("timing") or {}).get(name, 0.0))
     row["failed_links"] = ",".join(failed_links)

@@ -6,9 +6,14 @@ import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from testbed.dataplane.maps import pin_dir
+from testbed.dataplane import switches
+from testbed.dataplane.compile import Compiled, Dims
+from testbed.dataplane.maps import Maps, pin_dir, unpin
+from testbed.topology import FatTree
 from testbed.fabric import netns, state
 
 ETH_P_ALL = 0x0003
@@ -76,3 +81,21 @@ def drain(s: socket.socket) -> list[tuple[bytes, int]]:
         except BlockingIOError:
             return out
         out.append((data, addr[2]))
+
+
+@contextmanager
+def loaded_program(prefix: str, kind: str, k: int) -> Iterator[tuple[FatTree, Compiled, Maps]]:
+    """The data plane built for BPF_PROG_TEST_RUN (forwarding nothing) for a k fabric of `kind`, its maps
+    pinned under `prefix` and programmed for the tree; unpinned after."""
+    tree = FatTree(k, prefix, kind)
+    unpin(prefix)
+    compiled = Compiled(Dims.of(tree), test_run=True)
+    compiled.pin(prefix)
+    maps = Maps(prefix)
+    try:
+        switches.program(maps, tree)
+        yield tree, compiled, maps
+    finally:
+        maps.close()
+        compiled.close()
+        unpin(prefix)

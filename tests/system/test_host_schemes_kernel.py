@@ -23,13 +23,15 @@ from dataclasses import dataclass
 
 import pytest
 
-from testbed.dataplane import host_models, models, switches
+from testbed.dataplane import host_models, models
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.host_models import HostDecision, RepsState
-from testbed.dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, Maps, PortQ, RunCfg, SkBuff, prog_test_run_data, unpin
+from testbed.dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, Maps, PortQ, RunCfg, SkBuff, prog_test_run_data
 from testbed.dataplane.maps import RepsState as CRepsState
 from testbed.dataplane.schemes import Scheme
 from testbed.topology import FatTree, Node
+
+from .helpers import loaded_program
 
 pytestmark = pytest.mark.root
 
@@ -53,19 +55,8 @@ class Harness:
 @pytest.fixture(scope="module", params=FABRICS, ids=[f"{kind[0]}{k}" for kind, k in FABRICS])
 def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
     kind, k = request.param
-    prefix = f"th{kind[0]}{k}"
-    tree = FatTree(k, prefix, kind)
-    unpin(prefix)
-    compiled = Compiled(Dims.of(tree), test_run=True)
-    compiled.pin(prefix)
-    maps = Maps(prefix)
-    try:
-        switches.program(maps, tree)
+    with loaded_program(f"th{kind[0]}{k}", kind, k) as (tree, compiled, maps):
         yield Harness(tree, compiled, maps)
-    finally:
-        maps.close()
-        compiled.close()
-        unpin(prefix)
 
 
 def roce(tree: FatTree, src: Node, dst: Node, sport: int, opcode: int, flow: int, psn: int, tos: int = 0x02,

@@ -20,10 +20,12 @@ import pytest
 
 from testbed.dataplane import models, switches
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.maps import Maps, PortQ, SkBuff, prog_test_run, unpin
+from testbed.dataplane.maps import Maps, PortQ, SkBuff, prog_test_run
 from testbed.dataplane.models import Decision
 from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
+
+from .helpers import loaded_program
 
 pytestmark = pytest.mark.root
 
@@ -51,20 +53,9 @@ FABRICS = [("fattree", 4), ("fattree", 6), ("fattree", 8), ("fattree", 12), ("le
 @pytest.fixture(scope="module", params=FABRICS, ids=[f"{kind[0]}{k}" for kind, k in FABRICS])
 def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
     kind, k = request.param
-    prefix = f"t{kind[0]}{k}"
-    tree = FatTree(k, prefix, kind)
-    unpin(prefix)
-    compiled = Compiled(Dims.of(tree), test_run=True)
-    compiled.pin(prefix)
-    maps = Maps(prefix)
-    try:
-        switches.program(maps, tree)
+    with loaded_program(f"t{kind[0]}{k}", kind, k) as (tree, compiled, maps):
         switches.set_scheme(maps, tree, Scheme.ECMP, seed=1)
         yield Harness(tree, compiled, maps, models.choose_basis(tree.w))
-    finally:
-        maps.close()
-        compiled.close()
-        unpin(prefix)
 
 
 def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int) -> bytes:

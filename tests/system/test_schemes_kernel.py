@@ -210,7 +210,10 @@ def chi_square_ok(counts: Counter[int], probs: dict[int, float], n: int) -> tupl
     obs = [counts.get(i, 0) for i in sorted(probs)]
     exp = [probs[i] * n for i in sorted(probs)]
     p = float(chisquare(obs, exp).pvalue)
-    return p > 1e-4, p
+    # 1e-6: the kernel's generator is not seeded, so these tests draw afresh on every run, and at 1e-4 the
+    # suite's dozens of them failed a fair generator about once in a few hundred suites (one did: a 5195 / 4805
+    # split, p = 1e-4). A 53 / 47 split over 10,000 draws still fails (p ~ 1e-9).
+    return p > 1e-6, p
 
 
 N_DRAWS = 10_000

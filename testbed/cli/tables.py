@@ -69,6 +69,7 @@ def summary_table(summary: Any, title: str) -> Table:
     for _, r in summary.iterrows():
         mean = ("no valid run" if r["valid"] == 0 else
                 f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %")
+        none = r["valid"] == 0
         t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})", mean,
-                  str(r["max_queue_pkts"]), str(r["drops"]))
+                  "-" if none else str(int(r["max_queue_pkts"])), "-" if none else str(int(r["drops"])))
     return t

@@ -78,9 +78,9 @@ def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], o
 
 def compare_summary(df: pd.DataFrame) -> pd.DataFrame:
     """One row per scheme, in the order first seen: mean and SEM of the CCT
-    increase over its valid runs only (NaN when none is valid), worst max
-    queue and drops over the valid runs, runs, valid runs and how many
-    invalid runs were left out."""
+    increase over its valid runs only, worst max queue and drops over the
+    valid runs (all three NaN when none is valid: a 0 would read as a
+    measurement), runs, valid runs and how many invalid runs were left out."""
     rows = []
     for scheme in dict.fromkeys(df["scheme"]):
         every = df[df["scheme"] == scheme]
@@ -90,5 +90,6 @@ def compare_summary(df: pd.DataFrame) -> pd.DataFrame:
         sem = float(inc.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
         rows.append({"scheme": scheme, "runs": len(every), "valid": n, "left_out": len(every) - n,
                      "cct_increase_mean": float(inc.mean()) if n else math.nan, "cct_increase_sem": sem,
-                     "max_queue_pkts": int(d["max_queue_pkts"].max()) if n else 0, "drops": int(d["drops"].sum())})
+                     "max_queue_pkts": int(d["max_queue_pkts"].max()) if n else math.nan,
+                     "drops": int(d["drops"].sum()) if n else math.nan})
     return pd.DataFrame(rows)

@@ -152,7 +152,16 @@ def test_compare_writes_one_directory_per_run_and_a_summary(tmp_path: Path) -> N
     assert (df["drops"] == 0).all()
     for d in df["out_dir"]:
         assert (Path(d) / "manifest.json").exists()
+    # queue maxima are exact counts, whatever the timing verdict: compare every run's
+    worst = df.groupby("scheme")["max_queue_pkts"].max()
+    assert worst["ofan"] < worst["ecmp"]
     s = pd.read_csv(out / "schemes.csv").set_index("scheme")
-    assert s.loc["ofan", "max_queue_pkts"] < s.loc["ecmp", "max_queue_pkts"]
+    for scheme in ("ecmp", "ofan"):  # the per-scheme summary counts valid runs only, and says when there is none
+        valid = df[(df["scheme"] == scheme) & df["valid"]]
+        assert s.loc[scheme, "valid"] == len(valid)
+        if len(valid):
+            assert s.loc[scheme, "max_queue_pkts"] == valid["max_queue_pkts"].max()
+        else:
+            assert pd.isna(s.loc[scheme, "max_queue_pkts"]) and pd.isna(s.loc[scheme, "cct_increase_mean"])
     assert (out / "compare.png").read_bytes()[:4] == b"\x89PNG"
     assert leftovers("tk2") == []

@@ -145,3 +145,4 @@ def test_compare_parsing_and_summary() -> None:
     assert (s.loc["a", "runs"], s.loc["a", "valid"], s.loc["a", "left_out"]) == (3, 2, 1)
     assert s.loc["b", "runs"] == 1 and s.loc["b", "cct_increase_sem"] == 0.0
     assert s.loc["c", "valid"] == 0 and math.isnan(s.loc["c", "cct_increase_mean"])
+    assert math.isnan(s.loc["c", "max_queue_pkts"]) and math.isnan(s.loc["c", "drops"])  # not a measured 0

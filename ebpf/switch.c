@@ -3,7 +3,9 @@
  * Entry point (SCHED_CLS, direct action):
  *   switch_ingress  TC ingress of every switch port: forward by destination,
  *                   pick the uplink with the switch's scheme (lb.h) on the
- *                   way up, mark CE above the ECN threshold (ecn.h), drop
+ *                   way up (after the sampled schemes' timers, lb_sample.h;
+ *                   CONGA's header at every hop, lb_conga.h), mark CE
+ *                   above the ECN threshold (ecn.h), drop
  *                   what a finite port buffer cannot take (queue.h). For a
  *                   frame that just left a host's NIC, first the NIC's own
  *                   load-balancing choice (host_lb.h): its transmit time is
@@ -19,6 +21,7 @@
 #include "parse.h"
 #include "queue.h"
 #include "ecn.h"
+#include "lb_sample.h"
 #include "lb.h"
 #include "host_lb.h"
 #include "transport.h"
@@ -77,9 +80,10 @@ int switch_ingress(struct __sk_buff *skb)
         maps_count(CNT_NO_ROUTE);
         return TC_ACT_SHOT;
     }
+    lb_timers(sw, cfg, now);
 
     /* Down by destination, or up with destination key d (of n_keys) */
-    __u32 out = 0, key = 0, up = 0, d = 0, n_keys = 0;
+    __u32 out = 0, key = 0, up = 0, d = 0, n_keys = 0, slot = 0;
     if (cfg->level == LEVEL_EDGE) {
         if (dst->edge_global == cfg->edge_global) {
             key = sw * K + dst->slot;
@@ -100,7 +104,7 @@ int switch_ingress(struct __sk_buff *skb)
         key = sw * K + dst->pod;
     }
     if (up) {
-        __u32 slot = lb_pick_uplink(skb, sw, cfg, pi->local, d, n_keys, ip, end);
+        slot = lb_pick_uplink(skb, sw, cfg, pi->local, d, n_keys, dst->edge_global, now, ip, end);
         if (slot == NO_UPLINK)
             return drop_unreachable(sw);
         key = sw * W + slot;
@@ -129,6 +133,9 @@ int switch_ingress(struct __sk_buff *skb)
         __builtin_memcpy(eth->dst, dst->mac, ETH_ALEN);
         __builtin_memcpy(eth->src, po->mac, ETH_ALEN);
     }
+    struct lb_cfg *lbc = lb_cfg.lookup(&zero);
+    if (lbc && (lbc->active & LB_CONGA))
+        conga_hop(skb, ip, sw, cfg, pi, out, up, slot, dst->edge_global, now);
     if (rc && queue_full(out, skb->len, rc->buffer_bytes))
         return TC_ACT_SHOT; /* a finite buffer, full: counted in the port's buf_drops */
     __u64 q_pkts, q_bytes;

@@ -2,7 +2,8 @@
  *
  * Contract: lb_pick_uplink() returns the uplink slot the switch's scheme
  * (switch_cfg.scheme) picks for a packet going up, among the uplinks still
- * valid for its destination key d (of n_keys); NO_UPLINK if none is. One
+ * valid for its destination key d (of n_keys; dst_edge: the destination's
+ * edge switch, global index); NO_UPLINK if none is. One
  * case per scheme of testbed.dataplane.schemes.Scheme, each calling its
  * lb_*.h helper; its Python model is testbed.dataplane.models.MODELS
  * (docs/adding-a-scheme.md). Packets shorter than SMALL_MAX_BYTES use the
@@ -19,11 +20,14 @@
 #include "lb_simple.h"
 #include "lb_queue.h"
 #include "lb_label.h"
+#include "lb_dlb.h"
+#include "lb_conga.h"
 
 #define NO_UPLINK 0xFFFFFFFF
 
 static __always_inline __u32 lb_pick_uplink(struct __sk_buff *skb, __u32 sw, struct switch_cfg *cfg, __u32 local,
-                                            __u32 d, __u32 n_keys, struct tb_ipv4 *ip, void *end)
+                                            __u32 d, __u32 n_keys, __u32 dst_edge, __u64 now,
+                                            struct tb_ipv4 *ip, void *end)
 {
     __u32 mask = lb_mask_get(sw, d);
     if (!mask)
@@ -46,6 +50,14 @@ static __always_inline __u32 lb_pick_uplink(struct __sk_buff *skb, __u32 sw, str
         return lb_ar_pick(sw, mask, lb_draw(skb, 0));
     case SCHEME_DRILL:
         return lb_drill_pick(sw, mask, lb_draw(skb, 0), lb_draw(skb, 1));
+    case SCHEME_CHOICE:
+        return lb_choice_pick(sw, mask, lb_draw(skb, 0), lb_draw(skb, 1));
+    case SCHEME_DLB:
+        return lb_dlb_pick(sw, mask, lb_draw(skb, 0));
+    case SCHEME_SGLB:
+        return lb_sglb_pick(sw, mask, lb_draw(skb, 0), dst_edge);
+    case SCHEME_CONGA:
+        return lb_conga_pick(sw, cfg, mask, lb_draw(skb, 0), dst_edge, now);
     case SCHEME_HOST_ROUTED: {
         __u32 slot = lb_label_slot(cfg, ip, end, mask);
         if (slot != NO_LABEL)

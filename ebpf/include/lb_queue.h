@@ -1,8 +1,8 @@
 /* lb_queue.h: schemes that read the uplinks' queues (exact occupancy, bytes).
  *
  * Contract: each returns a valid uplink slot (bit set in `mask`, never 0
- * here) of switch sw. Mirrored by testbed.dataplane.models.jsq_port, ar_port and
- * drill_port. Invalid uplinks score worst and are never chosen.
+ * here) of switch sw. Mirrored by testbed.dataplane.models.jsq_port, ar_port,
+ * drill_port and choice_port. Invalid uplinks score worst and are never chosen.
  *   jsq:   the valid uplink with the fewest queued bytes; among ties, the
  *          (draw mod ties)-th tied uplink in slot order (section 3.1).
  *   ar:    quantised adaptive routing (section 3.1, Table 1): a queue of q
@@ -12,6 +12,9 @@
  *          remembered uplink (if still valid), then two uniformly drawn valid
  *          uplinks; the one with the fewest queued bytes wins (ties: earlier
  *          candidate) and is remembered.
+ *   choice: DRILL(2, 0), the power of two choices without memory: of two
+ *          uniformly drawn valid uplinks, the one with fewer queued bytes
+ *          (ties: the first).
  * Concurrency: queue reads are racy snapshots, as in a switch ASIC; DRILL's
  * memory is a plain per-switch store (last writer wins).
  */
@@ -129,4 +132,13 @@ static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 mask, __u32 draw0, __
     if (mem)
         *mem = best;
     return best;
+}
+
+static __always_inline __u32 lb_choice_pick(__u32 sw, __u32 mask, __u32 draw0, __u32 draw1)
+{
+    __u32 a = lb_mask_draw(mask, draw0), b = lb_mask_draw(mask, draw1);
+    struct port_q *qa = lb_uplink_q(sw, a), *qb = lb_uplink_q(sw, b);
+    if (!qa || !qb)
+        return a;
+    return lb_sel(lb_lt(lb_score_clamp(qb->bytes), lb_score_clamp(qa->bytes)), b, a);
 }

@@ -73,6 +73,23 @@ BPF_ARRAY(top_dst_pkts, __u64, N_SWITCHES * N_HOSTS);
 BPF_F_TABLE("array", int, __u64, rx_seen, N_SEEN, (1U << 10) /* BPF_F_MMAPABLE: zeroed in place */);
 /* struct ack_event per ACK back at its sender, read by the user-space transport (transport runs) */
 BPF_RINGBUF_OUTPUT(ack_events, ACK_EVENT_PAGES);
+/* 0 => lb_cfg, the sampled schemes' settings (lb_sample.h) */
+BPF_ARRAY(lb_cfg, struct lb_cfg, 1);
+/* ifindex of a switch port => lb_port, its sampled state (DLB quality, CONGA DRE) */
+BPF_ARRAY(lb_port, struct lb_port, N_IFINDEX);
+/* switch id * LB_TICKS + LB_TICK_* => the last epoch that timer of the switch ran in */
+BPF_ARRAY(lb_epoch, __u64, N_SWITCHES * LB_TICKS);
+/* switch id * K + port number (port_info.local) => ifindex: every port of a switch, for its timers */
+BPF_ARRAY(sw_ports, __u32, N_SWITCHES * K);
+/* switch id * N_KEYS + destination edge (global index) => SGLB: the quality band toward that edge the switch
+ * last flooded to its neighbours (aggregation and top switches; lb_sample.h) */
+BPF_ARRAY(sglb_view, __u32, N_SWITCHES * N_KEYS);
+/* (edge * N_EDGES + destination edge) * W + tag => CONGA's Congestion-To-Leaf: the path's metric, from feedback */
+BPF_ARRAY(conga_to, struct conga_entry, N_EDGES * N_EDGES * W);
+/* (edge * N_EDGES + source edge) * W + tag => CONGA's Congestion-From-Leaf: the CE that arrived on that path */
+BPF_ARRAY(conga_from, struct conga_entry, N_EDGES * N_EDGES * W);
+/* edge * N_EDGES + destination edge => CONGA: which tag's metric the next packet feeds back (fetch-add) */
+BPF_ARRAY(conga_fb_ptr, __u64, N_EDGES * N_EDGES);
 /* CNT_* => count */
 BPF_ARRAY(counters, __u64, N_COUNTERS);
 

@@ -22,6 +22,11 @@
 #define SCHEME_DRILL 6
 #define SCHEME_POFAN 7
 #define SCHEME_HOST_ROUTED 8  /* host-routed: the uplink the packet's path label names (host_lb.h, lb_label.h) */
+/* 9-11: the host schemes of testbed.dataplane.schemes.Scheme (never in switch_cfg.scheme) */
+#define SCHEME_CHOICE 12 /* DRILL(2, 0): the less loaded of two random uplinks (lb_queue.h) */
+#define SCHEME_CONGA 13  /* CONGA adapted to packet spraying (lb_conga.h) */
+#define SCHEME_DLB   14  /* Broadcom-style dynamic load balancing: best sampled port quality (lb_dlb.h) */
+#define SCHEME_SGLB  15  /* DLB plus the next switch's flooded quality toward the destination (lb_dlb.h) */
 
 /* Host NIC load-balancing schemes, run_cfg.host_lb (testbed.dataplane.schemes.Scheme.host_lb) */
 #define HOST_LB_NONE     0
@@ -192,6 +197,54 @@ struct ack_event {
 #define DATA_PAYLOAD_OFF 54 /* a data frame's payload, after its BTH: transport runs stamp it there */
 #define ACK_ECHO_OFF 58     /* an ACK's ICRC slot: transport runs echo the data frame's stamp there */
 #define ACK_EVENT_PAGES 256 /* ack_events: 1 MB, 43,000 events */
+
+/* The emulated timers of the sampled schemes (lb_sample.h): lb_cfg.active bits, what runs */
+#define LB_SAMPLE 1  /* DLB, SGLB: every switch port's load and queue sampled each sample_ns */
+#define LB_FLOOD  2  /* SGLB: aggregation and top switches flood their qualities each flood_ns */
+#define LB_CONGA  4  /* CONGA: a DRE on every switch port (decayed each dre_ns), CE and feedback in the IPv4 ID */
+#define LB_TICK_SAMPLE 0 /* lb_epoch[sw * LB_TICKS + LB_TICK_*]: the last epoch each timer ran in */
+#define LB_TICK_FLOOD  1
+#define LB_TICK_DRE    2
+#define LB_TICKS       3
+#define LB_BANDS       8   /* quality bands 0 (best) .. 7, CONGA metrics 0 .. 7 (3 bits) */
+#define LB_DECAY_STEPS 64  /* CONGA: decay factors for 0 .. 63 elapsed DRE periods (more: as 63) */
+
+/* Settings of the sampled schemes: lb_cfg[0] (testbed.dataplane.sampled). Intervals are ns; an epoch is
+ * now / interval. */
+struct lb_cfg {
+    __u32 active;        /* LB_* bits: which timers run */
+    __u32 ewma_shift;    /* DLB load and queue EWMA: avg += (sample - avg) / 2^shift per sample */
+    __u32 load_weight;   /* DLB quality = (load_weight * load band + (8 - load_weight) * queue band) / 8 */
+    __u32 conga_age;     /* CONGA: a table entry older than this many DRE periods reads 0 */
+    __u32 edges_per_pod; /* the fabric's (SGLB's flood: which pod a destination edge is in) */
+    __u32 pad;
+    __u64 sample_ns;     /* DLB, SGLB: sampling interval */
+    __u64 flood_ns;      /* SGLB: flood interval */
+    __u64 dre_ns;        /* CONGA: T_dre */
+    __u64 load_lo;       /* DLB load bands: bytes transmitted per sample_ns; at or below lo: band 0 */
+    __u64 load_hi;       /* at or above hi: band 7; in between: 1 .. 6, linearly */
+    __u64 queue_lo;      /* DLB queue bands, bytes queued, likewise */
+    __u64 queue_hi;
+    __u64 conga_ctau;    /* CONGA: bytes a port sends in tau = T_dre / alpha at line rate: metric = 8 DRE / ctau */
+    __u32 decay[LB_DECAY_STEPS]; /* CONGA: 65536 (1 - alpha)^n, the DRE's decay over n periods */
+};
+
+/* Sampled state of one switch port: lb_port[ifindex]. */
+struct lb_port {
+    __u64 dre;           /* CONGA: bytes sent into the port, decayed each dre_ns (the DRE's X) */
+    __u64 last_rx;       /* DLB: port_q.rx_bytes at the previous sample */
+    __u64 load;          /* DLB: EWMA of bytes transmitted per sampling interval */
+    __u64 queue;         /* DLB: EWMA of bytes queued at the samples */
+    __u32 quality;       /* DLB: the port's quality band, 0 (best) .. 7, of the last sample */
+    __u32 pad;
+};
+
+/* A CONGA table entry: conga_to / conga_from[(edge * N_EDGES + other edge) * W + tag]. */
+struct conga_entry {
+    __u32 metric;        /* 0 .. 7 */
+    __u32 pad;
+    __u64 epoch;         /* the DRE period it was written in */
+};
 
 /* Counter indices: counters[i]. */
 #define CNT_NO_ROUTE   0   /* destination unknown: dropped */

@@ -53,6 +53,7 @@ def add_run(sub: Any) -> None:
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     add_ecn(run)
     add_transport(run)
+    add_sampled(run)
     run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
     run.add_argument("--pace", choices=("load", "rho_max"), default="load",
@@ -87,6 +88,24 @@ def add_transport(sp: argparse.ArgumentParser) -> None:
                     help="with --cc: the base RTT in packet times at line rate (default 150, the paper's)")
     sp.add_argument("--buffer", type=args.size, default=None,
                     help="bytes per switch port; a full buffer drops (default 800KB with --cc, unlimited without)")
+
+
+def add_sampled(sp: argparse.ArgumentParser) -> None:
+    from ..dataplane.sampled import SampledParams as S
+
+    sp.add_argument("--sample-interval", type=float, default=S.sample_pkts,
+                    help=f"dlb, sglb: sampling interval of the port loads and queues, in packet times at line rate "
+                         f"(default {S.sample_pkts:g})")
+    sp.add_argument("--flood-interval", type=float, default=S.flood_pkts,
+                    help=f"sglb: how often switches flood their link qualities to their neighbours, in packet times "
+                         f"(default {S.flood_pkts:g})")
+    sp.add_argument("--dre-interval", type=float, default=S.dre_pkts,
+                    help=f"conga: T_dre, the DRE's decay period (alpha 0.2, so tau = 5 T_dre), in packet times "
+                         f"(default {S.dre_pkts:g})")
+
+
+def sampled_params(a: argparse.Namespace) -> dict[str, Any]:
+    return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval}
 
 
 def transport_params(a: argparse.Namespace) -> dict[str, Any]:
@@ -134,7 +153,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
                      hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
-                     flows_file=a.flows, cm_rate_bps=a.cm_rate, **tp)
+                     flows_file=a.flows, cm_rate_bps=a.cm_rate, **tp, **sampled_params(a))
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
@@ -198,8 +217,9 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--k", type=args.k_value, default=None, help="fat-tree k (ephemeral fabric: default 4)")
     cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (an ephemeral fabric's; default auto)")
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
-    cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps needs it)")
+    cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps and conga need it)")
     add_ecn(cmp_)
+    add_sampled(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
     add_wait(cmp_)
     args.add_topology(cmp_)
@@ -223,7 +243,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     for c in configs:  # every cell's parameters are valid before anything is touched
         RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
-                  buffer_ref=a.buffer_ref).check_fabric(tree)
+                  buffer_ref=a.buffer_ref, **sampled_params(a)).check_fabric(tree)
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
@@ -235,7 +255,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     def run_all(fab: Fabric) -> Any:
         def one(cell: Cell, d: Path) -> dict[str, Any]:
             p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size,
-                          acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref)
+                          acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref, **sampled_params(a))
             return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
 
         return run_matrix(cells, one, out)

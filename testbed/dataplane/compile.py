@@ -65,11 +65,13 @@ class Dims:
     def map_bytes(self, ncpu: int) -> int:
         """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
         and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, REPS state and DRB pointers
-        per flow, port queues, per (top switch, destination) counts, host path masks."""
+        per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port state,
+        flooded views and CONGA's tables."""
         return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
                 + 4 * self.n_switches * self.n_keys + (64 + 32 + 24 + 16) * self.n_flows + 200 * self.n_ifindex
                 + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges + 8 * N_SEEN
-                + ACK_EVENT_BYTES)
+                + ACK_EVENT_BYTES + 48 * self.n_ifindex + 36 * self.n_switches * self.n_keys
+                + (32 * self.w + 8) * self.n_edges * self.n_edges)
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",

@@ -83,6 +83,24 @@ class RunCfg(ct.Structure):
                 ("ecn_thresh", u64), ("cc", u32), ("pad", u32), ("buffer_bytes", u64)]
 
 
+LB_DECAY_STEPS = 64
+
+
+class LbCfg(ct.Structure):
+    _fields_ = [("active", u32), ("ewma_shift", u32), ("load_weight", u32), ("conga_age", u32),
+                ("edges_per_pod", u32), ("pad", u32), ("sample_ns", u64), ("flood_ns", u64), ("dre_ns", u64),
+                ("load_lo", u64), ("load_hi", u64), ("queue_lo", u64), ("queue_hi", u64), ("conga_ctau", u64),
+                ("decay", u32 * LB_DECAY_STEPS)]
+
+
+class LbPort(ct.Structure):
+    _fields_ = [("dre", u64), ("last_rx", u64), ("load", u64), ("queue", u64), ("quality", u32), ("pad", u32)]
+
+
+class CongaEntry(ct.Structure):
+    _fields_ = [("metric", u32), ("pad", u32), ("epoch", u64)]
+
+
 HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT = range(5)  # host_lb_cnt[host * 5 + i]
 HOST_LB_COUNTERS = 5
 HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt")
@@ -122,6 +140,14 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "host_lb_cnt": (u32, u64),
     "top_dst_pkts": (u32, u64),
     "rx_seen": (u32, u64),
+    "lb_cfg": (u32, LbCfg),
+    "lb_port": (u32, LbPort),
+    "lb_epoch": (u32, u64),
+    "sw_ports": (u32, u32),
+    "sglb_view": (u32, u32),
+    "conga_to": (u32, CongaEntry),
+    "conga_from": (u32, CongaEntry),
+    "conga_fb_ptr": (u32, u64),
 }
 # Pinned too, but not opened here: the transport's ACK events, read by traffic/sender.c from the pin
 RINGBUF_MAPS = ("ack_events",)

@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from . import sampled
 from .schemes import Scheme, SchemeConfig, SchemeError
 
 # Frames shorter than this use the small (ACK) pointer class (shared.h SMALL_MAX_BYTES).
@@ -206,6 +207,12 @@ def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequenc
     return best
 
 
+def choice_port(w: int, draw0: int, draw1: int, queue_bytes: Sequence[int], mask: int) -> int:
+    """Choice, DRILL(2, 0): of two uniformly drawn valid uplinks the one with fewer bytes, the first on a tie."""
+    a, b = mask_draw(mask, w, draw0), mask_draw(mask, w, draw1)
+    return b if queue_bytes[b] < queue_bytes[a] else a
+
+
 # -- pOfan ----------------------------------------------------------------------
 def pofan_pipe(local_port: int, pipe_size: int, n_ports: int) -> int:
     """Pipe of a switch port: groups of `pipe_size` consecutive port numbers."""
@@ -233,6 +240,17 @@ class Decision:
     five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
     mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
     level: int = 1  # the switch's tier (topology.Level): host-routed labels name an uplink per tier
+    # The sampled schemes (testbed.dataplane.sampled), per uplink slot: DLB's sampled quality band; the remote
+    # state (SGLB: the next switch's flooded quality toward the destination; CONGA: the Congestion-To-Leaf
+    # metric of each tag and the DRE period it was written in); CONGA's DRE, C x tau, the current DRE period and
+    # the ageing limit.
+    quality: tuple[int, ...] = ()
+    remote: tuple[int, ...] = ()
+    remote_epochs: tuple[int, ...] = ()
+    dre: tuple[int, ...] = ()
+    ctau: int = 1
+    epoch: int = 0
+    age: int = 0
 
     @property
     def valid(self) -> int:
@@ -280,6 +298,34 @@ def model_drill(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
     return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes, x.valid), 0
 
 
+def model_choice(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return choice_port(x.w, x.draws[0], x.draws[1], x.queue_bytes, x.valid), 0
+
+
+def _pick_valid(x: Decision, scores: Sequence[int]) -> int:
+    return pick_min([v if (x.valid >> i) & 1 else _INVALID for i, v in enumerate(scores)], x.draws[0])
+
+
+def model_dlb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return _pick_valid(x, x.quality), 0
+
+
+def model_sglb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return _pick_valid(x, [max(q, r) for q, r in zip(x.quality, x.remote)]), 0
+
+
+def conga_scores(x: Decision) -> list[int]:
+    """Per uplink: the local DRE metric, and at an edge switch the worse of it and the aged Congestion-To-Leaf."""
+    local = [sampled.conga_metric(d, x.ctau) for d in x.dre]
+    if x.level != LEVEL_EDGE:
+        return local
+    return [max(m, sampled.conga_aged(r, e, x.epoch, x.age)) for m, r, e in zip(local, x.remote, x.remote_epochs)]
+
+
+def model_conga(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    return _pick_valid(x, conga_scores(x)), 0
+
+
 # Host-routed switches (lb_label.h): a path label in the UDP source port of a RoCEv2 packet,
 # LABEL_TAG | agg << LABEL_BITS | core (shared.h), names the edge switch's uplink (agg) and the
 # aggregation switch's (core).
@@ -316,6 +362,10 @@ MODELS: dict[Scheme, Model] = {
     Scheme.DRILL: model_drill,
     Scheme.POFAN: model_ofan,
     Scheme.HOST_ROUTED: model_host_routed,
+    Scheme.CHOICE: model_choice,
+    Scheme.CONGA: model_conga,
+    Scheme.DLB: model_dlb,
+    Scheme.SGLB: model_sglb,
 }
 
 

@@ -12,6 +12,10 @@ ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 | jsq   | fewest queued bytes, random tie-break | JSQ, paper section 3.1 |
 | ar    | lowest quantised queue level, random among them | AR, paper section 3.1, Table 1 |
 | drill | best of 2 random + remembered uplink | DRILL(2,1), Ghorbani et al. 2017 |
+| choice | fewer queued bytes of 2 random uplinks, no memory | "Choice", DRILL(2,0), Ghorbani et al. 2017 |
+| conga | least max(local DRE metric, fed-back path metric), random tie-break | CONGA (Alizadeh et al. 2014), per packet |
+| dlb   | best sampled quality band (load and queue EWMAs), random tie-break | Broadcom DLB as the paper reads it |
+| sglb  | best path quality: worse of local and the next switch's flooded quality | SGLB (Qi et al. 2025), as read here |
 | ofan  | per-destination rotation, one pointer set per switch | paper section 4.1, appendix F.2 |
 | pofan | per-destination rotation, one pointer set per pipe | paper section 5.1 |
 | host-routed | the uplink named by the packet's path label (the switches of drb and ethereal) | - |
@@ -55,6 +59,10 @@ class Scheme(enum.IntEnum):
     REPS = 9
     DRB = 10
     ETHEREAL = 11
+    CHOICE = 12
+    CONGA = 13
+    DLB = 14
+    SGLB = 15
 
     @property
     def label(self) -> str:

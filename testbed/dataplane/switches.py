@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from ..topology import FatTree, Level, Node
-from . import control, models, schemes
+from . import control, models, sampled, schemes
 from .compile import Dims
-from .maps import HOST_LB_COUNTERS, DstInfo, Maps, PortInfo, SwitchCfg
+from .maps import HOST_LB_COUNTERS, DstInfo, LbCfg, Maps, PortInfo, SwitchCfg
 from .schemes import Scheme
 
 
@@ -46,6 +46,8 @@ def program(maps: Maps, tree: FatTree) -> None:
         if sw.level is not Level.CORE:
             for slot, p in enumerate(tree.uplinks(sw.name)):
                 maps.uplinks.set(sw.nid * tree.w + slot, p.ifindex)
+    maps.sw_ports.set_many([(tree.by_name[p.node].nid * tree.switch_ports + tree.local_index(p), p.ifindex)
+                            for p in tree.ports if not tree.by_name[p.node].is_host])
     for h in tree.hosts:
         edge = tree.by_name[tree.edge_of(h.name)]
         key = int.from_bytes(tree.host_ip(h).packed, "little")
@@ -127,6 +129,29 @@ def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None
     maps.ofan_ptr.set_many(ptrs)
 
 
+def set_sampled(maps: Maps, tree: FatTree, st: sampled.Settings) -> None:
+    """The sampled schemes' settings (lb_cfg), the timers' state back to zero: every port's DRE and samples,
+    every switch's epochs, the flooded views, CONGA's tables; CONGA's feedback round robins at 0."""
+    d = Dims.of(tree)
+    maps.lb_port.zero(d.n_ifindex)
+    maps.lb_epoch.zero(d.n_switches * sampled.LB_TICKS)
+    maps.sglb_view.zero(d.n_switches * d.n_keys)
+    maps.conga_to.zero(d.n_edges * d.n_edges * d.w)
+    maps.conga_from.zero(d.n_edges * d.n_edges * d.w)
+    maps.conga_fb_ptr.zero(d.n_edges * d.n_edges)
+    cfg = LbCfg(**{k: v for k, v in st.__dict__.items() if k != "decay"})
+    cfg.decay[:] = st.decay
+    maps.lb_cfg.set(0, cfg)
+
+
+def set_sampled_active(maps: Maps, tree: FatTree) -> int:
+    """lb_cfg.active from the schemes the switches run now: the timers of the sampled schemes in use."""
+    cfg = maps.lb_cfg.get(0)
+    cfg.active = sampled.active_bits([c.scheme for c in current_schemes(maps, tree).values()])
+    maps.lb_cfg.set(0, cfg)
+    return int(cfg.active)
+
+
 def reset_host_state(maps: Maps, tree: FatTree, seed: int, max_fid: int) -> None:
     """Fresh host NIC state for flow ids 1..max_fid, drawn from `seed`: REPS buffers empty, DRB pointers at a
     random start (each flow and size class), the per-host counters at 0."""
@@ -151,7 +176,9 @@ def apply_schemes(maps: Maps, tree: FatTree, assignment: dict[str, schemes.Schem
         cfg.scheme = int(sc.scheme)
         cfg.pipe_size = sc.pipe_size
         maps.switch_cfg.set(by_name[name].nid, cfg)
-    return time.perf_counter() - t0
+    took = time.perf_counter() - t0
+    set_sampled_active(maps, tree)  # a sampled scheme swapped in starts its timers (and CONGA its headers)
+    return took
 
 
 def current_schemes(maps: Maps, tree: FatTree) -> dict[str, schemes.SchemeConfig]:

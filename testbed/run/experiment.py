@@ -29,7 +29,7 @@ from traffic.sender import Endpoint, Senders, SendReport
 from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
-from ..dataplane import control, switches
+from ..dataplane import control, sampled, switches
 from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, RINGBUF_MAPS, Maps, RunCfg, pin_dir
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import cpu_latency, links, netns, rx_timestamps, state
@@ -107,6 +107,9 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         config = SchemeConfig(p.scheme.switch_scheme, p.pipe_size)
         switches.apply_schemes(maps, tree, {sw.name: config for sw in switches.lb_switches(tree)})
     configs = switches.current_schemes(maps, tree)
+    lb_settings = sampled.settings(p.sampled(), spec.rate_bps, pk.frame_len(p.payload), tree.edges_per_pod,
+                                   sampled.active_bits([c.scheme for c in configs.values()]))
+    switches.set_sampled(maps, tree, lb_settings)
     labels = {c.label for c in configs.values()}
     scheme_label = labels.pop() if len(labels) == 1 else "mixed"
     host_lb = p.scheme.host_lb if p.scheme is not None else 0
@@ -139,7 +142,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound,
-            "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None})
+            "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None,
+            "sampled_schemes": lb_settings.describe()})
     try:
         with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, \
                 tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace

@@ -12,7 +12,8 @@ from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Tran
 from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
-from ..dataplane.schemes import Scheme
+from ..dataplane.sampled import SampledParams
+from ..dataplane.schemes import Scheme, SchemeError
 from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.units import QueueThreshold, parse_threshold
@@ -61,6 +62,10 @@ class RunParams:
     base_rtt_pkts: float | None = None  # emulated base RTT in packet times at line rate (default 150 with a CCA)
     base_rtt_s: float | None = None  # or in seconds (one of the two)
     buffer_bytes: int | None = None  # per switch port; default 800 KB with a CCA, unlimited without
+    # The sampled schemes' intervals, in packet times at line rate (testbed.dataplane.sampled)
+    sample_pkts: float = SampledParams.sample_pkts  # DLB, SGLB: sampling
+    flood_pkts: float = SampledParams.flood_pkts  # SGLB: flood
+    dre_pkts: float = SampledParams.dre_pkts  # CONGA: T_dre
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -92,7 +97,16 @@ class RunParams:
             raise RunError("ackstall starves the transport's ACK thread: give --cc too")
         if self.scheme is Scheme.REPS and not self.acks:
             raise RunError("reps recycles the entropies its ACKs bring back: run it with --acks")
+        if self.scheme is Scheme.CONGA and not self.acks:
+            raise RunError("conga feeds path congestion back on the reverse traffic: run it with --acks")
+        self.sampled()  # validates the intervals
         self.workload_spec()  # validates the workload's own parameters
+
+    def sampled(self) -> SampledParams:
+        try:
+            return SampledParams(self.sample_pkts, self.flood_pkts, self.dre_pkts)
+        except SchemeError as e:
+            raise RunError(str(e)) from None
 
     def port_buffer(self) -> int:
         """Bytes per switch port for this run (0: unlimited)."""

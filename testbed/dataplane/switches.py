@@ -139,6 +139,10 @@ def set_sampled(maps: Maps, tree: FatTree, st: sampled.Settings) -> None:
     maps.conga_to.zero(d.n_edges * d.n_edges * d.w)
     maps.conga_from.zero(d.n_edges * d.n_edges * d.w)
     maps.conga_fb_ptr.zero(d.n_edges * d.n_edges)
+    write_lb_cfg(maps, st)
+
+
+def write_lb_cfg(maps: Maps, st: sampled.Settings) -> None:
     cfg = LbCfg(**{k: v for k, v in st.__dict__.items() if k != "decay"})
     cfg.decay[:] = st.decay
     maps.lb_cfg.set(0, cfg)

@@ -12,15 +12,16 @@ from __future__ import annotations
 import functools
 import random
 import struct
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
-from testbed.dataplane import models, switches
+from testbed.dataplane import models, sampled, switches
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.maps import Maps, PortQ, SkBuff, prog_test_run
+from testbed.dataplane.maps import CongaEntry, LbPort, Maps, PortQ, SkBuff, prog_test_run, prog_test_run_data
 from testbed.dataplane.models import Decision
 from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
@@ -58,9 +59,17 @@ def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
         yield Harness(tree, compiled, maps, models.choose_basis(tree.w))
 
 
-def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int) -> bytes:
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, frame_len - 14, 0, 0, 64, 17, 0, tree.host_ip(src).packed,
+def ip_checksum(hdr: bytes) -> int:
+    s = sum(struct.unpack("!10H", hdr))
+    s = (s & 0xFFFF) + (s >> 16)
+    s = (s & 0xFFFF) + (s >> 16)
+    return ~s & 0xFFFF
+
+
+def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int, ip_id: int = 0) -> bytes:
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, frame_len - 14, ip_id, 0, 64, 17, 0, tree.host_ip(src).packed,
                      tree.host_ip(dst).packed)
+    ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", sport, 4791, frame_len - 34, 0)
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bytes(frame_len - 42)
 
@@ -95,11 +104,109 @@ def upward_case(tree: FatTree, rng: random.Random) -> tuple[Node, Port, Node, No
     return sw, inport, src, dst, d, n_keys
 
 
+# The sampled schemes' state in the differential test: timers that do not fire on their own (epochs of 2^30 ns,
+# 1.07 s, with the switch's epoch set to the current one), so the test feeds the state they would have made.
+EPOCH_SHIFT = 30
+CONGA_AGE = 3
+
+
+def frozen_settings(tree: FatTree, active: int, ctau: int = 40_000) -> sampled.Settings:
+    base = sampled.settings(sampled.SampledParams(), 1_000_000_000, 4158, tree.edges_per_pod, active)
+    return sampled.Settings(**{**base.__dict__, "sample_ns": 1 << EPOCH_SHIFT, "flood_ns": 1 << EPOCH_SHIFT,
+                               "dre_ns": 1 << EPOCH_SHIFT, "conga_ctau": ctau, "conga_age": CONGA_AGE})
+
+
+def epoch_now() -> int:
+    return time.monotonic_ns() >> EPOCH_SHIFT  # bpf_ktime_get_ns() is CLOCK_MONOTONIC
+
+
+@dataclass
+class Sampled:
+    """The sampled schemes' inputs to one decision, as written to the maps."""
+
+    quality: tuple[int, ...] = ()
+    remote: tuple[int, ...] = ()
+    remote_epochs: tuple[int, ...] = ()
+    dre: tuple[int, ...] = ()
+    ctau: int = 1
+    epoch: int = 0
+    fb: tuple[int, int, int] = (0, 0, 0)  # CONGA at an edge: feedback pointer, its entry's metric and epoch
+    ip_id: int = 0
+
+
+def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Port, ...], dst_edge: int,
+                      rng: random.Random, tied: bool) -> Sampled:
+    """Random state for a sampled scheme's decision (all tied with `tied`), written to the maps."""
+    tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
+    scheme = config.scheme
+    conga = scheme is Scheme.CONGA
+    ctau = rng.randrange(8_000, 200_000)
+    switches.write_lb_cfg(maps, frozen_settings(tree, sampled.LB_CONGA if conga else 0, ctau))
+    if scheme not in (Scheme.DLB, Scheme.SGLB, Scheme.CONGA):
+        return Sampled()
+    epoch = epoch_now()
+    maps.lb_epoch.set(sw.nid * sampled.LB_TICKS + sampled.LB_TICK_DRE, epoch)
+    quality = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
+    dre = tuple(0 if tied else rng.randrange(0, 2 * ctau) for _ in ups)
+    for p, q, x in zip(ups, quality, dre):
+        maps.lb_port.set(p.ifindex, LbPort(dre=x, quality=q))
+    st = Sampled(quality=quality, dre=dre, ctau=ctau, epoch=epoch)
+    if scheme is Scheme.SGLB:
+        st.remote = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
+        for p, r in zip(ups, st.remote):
+            maps.sglb_view.set(tree.by_name[p.peer].nid * dims.n_keys + dst_edge, r)
+    if conga:
+        if sw.level is Level.EDGE:
+            e = tree.edge_global(sw)
+            base = (e * tree.n_edges + dst_edge) * tree.w
+            st.remote = tuple(0 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
+            st.remote_epochs = tuple(epoch - rng.randrange(0, 2 * CONGA_AGE + 2) for _ in ups)
+            for t, (m, ep) in enumerate(zip(st.remote, st.remote_epochs)):
+                maps.conga_to.set(base + t, CongaEntry(metric=m, epoch=ep))
+            ptr = rng.getrandbits(40)
+            fb = (ptr, rng.randrange(sampled.LB_BANDS), epoch - rng.randrange(0, 2 * CONGA_AGE + 2))
+            maps.conga_fb_ptr.set(e * tree.n_edges + dst_edge, ptr)
+            maps.conga_from.set(base + ptr % tree.w, CongaEntry(metric=fb[1], epoch=fb[2]))
+            st.fb = fb
+        st.ip_id = rng.getrandbits(16)
+    return st
+
+
+def check_conga_hop(hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st: Sampled, frame_len: int,
+                    dst_edge: int, out_pkt: bytes) -> None:
+    """After a CONGA decision: the chosen uplink's DRE grew by the frame, and the IPv4 ID is the model's header
+    (written at an edge switch, CE raised at an aggregation switch), its checksum still right."""
+    tree, maps = hs.tree, hs.maps
+    assert int(maps.lb_port.get(ups[slot].ifindex).dre) == st.dre[slot] + frame_len
+    m = sampled.conga_metric(st.dre[slot] + frame_len, st.ctau)
+    ip = out_pkt[14:34]
+    (ip_id,) = struct.unpack("!H", ip[4:6])
+    if sw.level is Level.EDGE:
+        ptr, fm, fe = st.fb
+        want = sampled.conga_header(slot, m, ptr % tree.w, sampled.conga_aged(fm, fe, st.epoch, CONGA_AGE))
+        assert int(maps.conga_fb_ptr.get(tree.edge_global(sw) * tree.n_edges + dst_edge).value) == ptr + 1
+    else:
+        tag, ce, ft, fmet = sampled.conga_fields(st.ip_id)
+        want = sampled.conga_header(tag, max(ce, m), ft, fmet)
+    assert ip_id == want, (hex(ip_id), hex(want))
+    assert ip_checksum(ip) == 0  # a header whose checksum is right sums to 0xFFFF
+
+
 def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool = True,
              queues: tuple[int, ...] | None = None, memory: int | None = None,
-             mask: int | None = None) -> tuple[int, int, Decision]:
+             mask: int | None = None, tied: bool = False) -> tuple[int, int, Decision]:
     """Set up one random decision (a random non-empty set of valid uplinks
-    unless `mask` is given); return (kernel slot, model slot, inputs)."""
+    unless `mask` is given; the sampled schemes' state all tied with `tied`); return (kernel slot, model
+    slot, inputs). A case whose DRE period changed while it ran (about one in a thousand) is drawn again."""
+    while True:
+        out = _run_case(hs, config, rng, supplied, queues, memory, mask, tied)
+        if out is not None:
+            return out
+
+
+def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool,
+              queues: tuple[int, ...] | None, memory: int | None, mask: int | None,
+              tied: bool) -> tuple[int, int, Decision] | None:
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
     cls = rng.choice((models.CLASS_DATA, models.CLASS_SMALL))
@@ -133,11 +240,15 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     valid = mask if mask is not None else (full if rng.random() < 0.3 else rng.randrange(1, full + 1))
     maps.uplink_mask.set(sw.nid * dims.n_keys + d, valid)
     draws = (rng.getrandbits(32), rng.getrandbits(32))
+    dst_edge = tree.edge_global(tree.by_name[tree.edge_of(dst.name)])
+    st = set_sampled_state(hs, config, sw, ups, dst_edge, rng, tied)
 
     ctx = SkBuff(ingress_ifindex=inport.ifindex)
     if supplied:
         ctx.cb[1], ctx.cb[2], ctx.cb[3] = DRAWS_SUPPLIED, draws[0], draws[1]
-    rv, out = prog_test_run(hs.fd, packet(tree, src, dst, frame_len, sport), ctx)
+    rv, out, out_pkt = prog_test_run_data(hs.fd, packet(tree, src, dst, frame_len, sport, st.ip_id), ctx)
+    if st.epoch and epoch_now() != st.epoch:
+        return None
     assert rv == 0  # TC_ACT_OK: the test build forwards nothing
     kernel_slot = [p.ifindex for p in ups].index(out.cb[0])
 
@@ -145,7 +256,9 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
                  pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
                  thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
-                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level))
+                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level),
+                 quality=st.quality, remote=st.remote, remote_epochs=st.remote_epochs, dre=st.dre, ctau=st.ctau,
+                 epoch=st.epoch, age=CONGA_AGE)
     model_slot, steps = models.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
@@ -159,13 +272,15 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
     if config.scheme is Scheme.POFAN and config.pipe_size == PIPES_PER_CPU:
         vals = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + pid)
         assert sorted(vals) == [pointer] * (len(vals) - 1) + [pointer + steps]
+    if config.scheme is Scheme.CONGA:
+        check_conga_hop(hs, sw, ups, kernel_slot, st, frame_len, dst_edge, out_pkt)
     return kernel_slot, model_slot, x
 
 
 # The schemes the differential test compares with their models: every scheme of the registry
 # (tests/unit/test_scheme_registry.py checks it; docs/adding-a-scheme.md, step 6).
 DIFFERENTIAL_SCHEMES = (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL,
-                        Scheme.POFAN, Scheme.HOST_ROUTED)
+                        Scheme.POFAN, Scheme.HOST_ROUTED, Scheme.CHOICE, Scheme.CONGA, Scheme.DLB, Scheme.SGLB)
 
 
 def configs(k: int) -> list[SchemeConfig]:
@@ -219,29 +334,31 @@ def chi_square_ok(counts: Counter[int], probs: dict[int, float], n: int) -> tupl
 N_DRAWS = 10_000
 
 
-@pytest.mark.parametrize("scheme", [Scheme.RPS, Scheme.JSQ, Scheme.AR])
+@pytest.mark.parametrize("scheme", [Scheme.RPS, Scheme.JSQ, Scheme.AR, Scheme.CHOICE, Scheme.DLB, Scheme.SGLB,
+                                    Scheme.CONGA])
 def test_random_choices_are_uniform(h: Harness, scheme: Scheme) -> None:
-    """RPS always, JSQ and AR when every uplink ties: uniform over the uplinks."""
+    """RPS always; JSQ, AR, Choice, DLB, SGLB and CONGA when every uplink ties: uniform over the uplinks."""
     rng = random.Random(11)
     counts: Counter[int] = Counter()
     queues = (4154,) * h.tree.w  # all tied, and all at AR level 0
     for _ in range(N_DRAWS):
         kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues,
-                                mask=(1 << h.tree.w) - 1)
+                                mask=(1 << h.tree.w) - 1, tied=True)
         counts[kernel] += 1
     ok, p = chi_square_ok(counts, {i: 1 / h.tree.w for i in range(h.tree.w)}, N_DRAWS)
     assert ok, (counts, p)
 
 
-def test_drill_distribution(h: Harness) -> None:
-    """Remembered uplink 0 has the longest queue: DRILL keeps it only when both
-    samples hit it (1/w^2); otherwise the first sample that is not 0 wins."""
+@pytest.mark.parametrize("scheme", [Scheme.DRILL, Scheme.CHOICE])
+def test_drill_distribution(h: Harness, scheme: Scheme) -> None:
+    """Uplink 0 has the longest queue (and is DRILL's remembered one): DRILL(2, 1) and Choice (DRILL(2, 0))
+    take it only when both samples hit it (1/w^2); otherwise the first sample that is not 0 wins."""
     w = h.tree.w
     rng = random.Random(13)
     counts: Counter[int] = Counter()
     queues = (90000,) + (4154,) * (w - 1)
     for _ in range(N_DRAWS):
-        kernel, _, _ = run_case(h, SchemeConfig(Scheme.DRILL), rng, supplied=False, queues=queues, memory=0,
+        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues, memory=0,
                                 mask=(1 << w) - 1)
         counts[kernel] += 1
     probs = {0: 1 / w**2, **{j: 1 / w + 1 / w**2 for j in range(1, w)}}
@@ -278,3 +395,196 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
     switches.reset_state(maps, tree, 1)
     assert first_sw == [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value)
                         for sw in switches.lb_switches(tree)]
+
+
+# -- the sampled schemes' timers (lb_sample.h) against testbed.dataplane.sampled --------------------------------
+U64 = 1 << 64
+
+
+def any_packet(tree: FatTree, sw: Node, rng: random.Random) -> tuple[Port, bytes]:
+    """A packet arriving at switch sw on a random port (its timers run on any packet it handles)."""
+    inport = rng.choice(tree.ports_of[sw.name])
+    src, dst = rng.sample(tree.hosts, 2)
+    return inport, packet(tree, src, dst, 1500, rng.randrange(1024, 65536))
+
+
+def fire(hs: Harness, sw: Node, tick: int, n: int, rng: random.Random) -> int | None:
+    """Set switch sw's timer `tick` n epochs behind (at most the current epoch) and send it a packet: the
+    packet's egress ifindex, or None if the epoch turned meanwhile (the caller skips the case)."""
+    inport, pkt = any_packet(hs.tree, sw, rng)
+    epoch = epoch_now()
+    hs.maps.lb_epoch.set(sw.nid * sampled.LB_TICKS + tick, epoch - n)
+    _, out = prog_test_run(hs.fd, pkt, SkBuff(ingress_ifindex=inport.ifindex))
+    if epoch_now() != epoch:
+        return None
+    assert int(hs.maps.lb_epoch.get(sw.nid * sampled.LB_TICKS + tick).value) == epoch
+    return int(out.cb[0])
+
+
+def sw_ports(tree: FatTree, sw: Node) -> list[Port]:
+    """A switch's ports by port number (sw_ports)."""
+    return sorted(tree.ports_of[sw.name], key=tree.local_index)
+
+
+def test_sampling_timer_matches_model(h: Harness) -> None:
+    """DLB's sampling, run n epochs after the last: every port's load and queue EWMAs and quality band."""
+    tree, maps = h.tree, h.maps
+    rng = random.Random(31 + tree.k)
+    st = sampled.Settings(**{**frozen_settings(tree, sampled.LB_SAMPLE).__dict__, "load_lo": 10_000, "load_hi": 400_000})
+    switches.write_lb_cfg(maps, st)
+    for _ in range(300):
+        sw = rng.choice(tree.switches)
+        ports = sw_ports(tree, sw)
+        before = []
+        for p in ports:
+            ps = sampled.PortState(last_rx=rng.randrange(10**9), load=rng.randrange(500_000),
+                                   queue=rng.randrange(500_000), quality=rng.randrange(8))
+            rx, qb = ps.last_rx + rng.randrange(-1000, 5_000_000), rng.randrange(-3000, 300_000)
+            maps.lb_port.set(p.ifindex, LbPort(last_rx=ps.last_rx, load=ps.load, queue=ps.queue, quality=ps.quality))
+            maps.port_q.set(p.ifindex, PortQ(rx_bytes=rx % U64, bytes=qb % U64))
+            before.append((ps, rx, qb))
+        n = min(rng.choice((1, 1, 2, 3, 7, 64, 70)), epoch_now())
+        if fire(h, sw, sampled.LB_TICK_SAMPLE, n, rng) is None:
+            continue
+        for p, (ps, rx, qb) in zip(ports, before):
+            want = sampled.sample_port(ps, rx, qb, n, st)
+            got = maps.lb_port.get(p.ifindex)
+            assert (got.last_rx, got.load, got.queue, got.quality) == (want.last_rx, want.load, want.queue,
+                                                                        want.quality), (sw.name, p, n, ps, rx, qb)
+
+
+def test_dre_decay_timer_matches_model(h: Harness) -> None:
+    """CONGA's DRE on every port of the switch decays n periods at once; the egress port then gains the frame."""
+    tree, maps = h.tree, h.maps
+    rng = random.Random(37 + tree.k)
+    st = frozen_settings(tree, sampled.LB_CONGA)
+    switches.write_lb_cfg(maps, st)
+    for _ in range(200):
+        sw = rng.choice(tree.switches)
+        ports = sw_ports(tree, sw)
+        dres = [rng.randrange(10**7) for _ in ports]
+        for p, x in zip(ports, dres):
+            maps.lb_port.set(p.ifindex, LbPort(dre=x))
+        n = min(rng.choice((1, 2, 5, 62, 63, 64, 1000)), epoch_now())
+        out = fire(h, sw, sampled.LB_TICK_DRE, n, rng)
+        if out is None:
+            continue
+        for p, x in zip(ports, dres):
+            want = sampled.decay_dre(x, n, st) + (1500 if p.ifindex == out else 0)
+            assert int(maps.lb_port.get(p.ifindex).dre) == want, (sw.name, n, x)
+
+
+def test_flood_timer_matches_model(h: Harness) -> None:
+    """SGLB's flood: what an aggregation or top switch tells its neighbours about each destination edge."""
+    tree, maps, dims = h.tree, h.maps, Dims.of(h.tree)
+    rng = random.Random(41 + tree.k)
+    switches.write_lb_cfg(maps, frozen_settings(tree, sampled.LB_FLOOD))
+    flooding = [sw for sw in tree.switches if sw.level is not Level.EDGE]
+    try:
+        for _ in range(60):
+            sw = rng.choice(flooding)
+            top = not tree.uplinks(sw.name) if sw.level is Level.AGG else True
+            for p in sw_ports(tree, sw):
+                maps.lb_port.set(p.ifindex, LbPort(quality=rng.randrange(8)))
+            downs = tree.downlinks(sw.name)
+            down_q: list[int | None] = []
+            for slot, p in enumerate(downs):
+                cut = rng.random() < 0.2  # a withdrawn route floods the worst quality
+                maps.downlinks.set(sw.nid * tree.k + slot, 0 if cut else p.ifindex)
+                down_q.append(None if cut else int(maps.lb_port.get(p.ifindex).quality))
+            ups = () if top else tree.uplinks(sw.name)
+            up_q = [int(maps.lb_port.get(p.ifindex).quality) for p in ups]
+            masks = [rng.randrange(1 << tree.w) for _ in range(tree.pods)]
+            if not top:
+                switches.set_uplink_masks(maps, tree, {(sw.nid, pod): m for pod, m in enumerate(masks)})
+            for e in range(tree.n_edges):
+                maps.sglb_view.set(sw.nid * dims.n_keys + e, 99)
+            if fire(h, sw, sampled.LB_TICK_FLOOD, 1, rng) is None:
+                continue
+            want = sampled.flood_view(sw.level is Level.CORE, top, max(sw.pod, 0), tree.n_edges, tree.edges_per_pod,
+                                      down_q, up_q, masks)
+            got = [int(maps.sglb_view.get(sw.nid * dims.n_keys + e).value) for e in range(tree.n_edges)]
+            assert got == want, sw.name
+    finally:
+        switches.program(maps, tree)
+
+
+def test_conga_destination_edge_records_ce_and_feedback(h: Harness) -> None:
+    """A packet from the fabric at its destination edge switch: Congestion-From-Leaf[source edge][LBTag] = CE
+    and Congestion-To-Leaf[source edge][FB_LBTag] = FB_Metric, stamped with the DRE period; a tag beyond the
+    switch's uplinks writes nothing."""
+    tree, maps = h.tree, h.maps
+    rng = random.Random(43 + tree.k)
+    switches.write_lb_cfg(maps, frozen_settings(tree, sampled.LB_CONGA))
+    edges = [sw for sw in tree.switches if sw.level is Level.EDGE]
+    for _ in range(200):
+        sw = rng.choice(edges)
+        inport = rng.choice(tree.uplinks(sw.name))
+        dst = rng.choice([x for x in tree.hosts if tree.edge_of(x.name) == sw.name])
+        src = rng.choice([x for x in tree.hosts if tree.edge_of(x.name) != sw.name])
+        es = tree.edge_global(tree.by_name[tree.edge_of(src.name)])
+        base = (tree.edge_global(sw) * tree.n_edges + es) * tree.w
+        for t in range(tree.w):
+            maps.conga_from.set(base + t, CongaEntry(metric=9, epoch=1))
+            maps.conga_to.set(base + t, CongaEntry(metric=9, epoch=1))
+        ip_id = rng.getrandbits(16)
+        epoch = epoch_now()
+        maps.lb_epoch.set(sw.nid * sampled.LB_TICKS + sampled.LB_TICK_DRE, epoch)
+        prog_test_run(h.fd, packet(tree, src, dst, 1500, 4000, ip_id), SkBuff(ingress_ifindex=inport.ifindex))
+        if epoch_now() != epoch:
+            continue
+        tag, ce, ft, fm = sampled.conga_fields(ip_id)
+        want_from = {t: (9, 1) for t in range(tree.w)}
+        want_to = dict(want_from)
+        if tag < tree.w:
+            want_from[tag] = (ce, epoch)
+        if ft < tree.w:
+            want_to[ft] = (fm, epoch)
+        got_from = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [maps.conga_from.get(base + t)]}
+        got_to = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [maps.conga_to.get(base + t)]}
+        assert (got_from, got_to) == (want_from, want_to), hex(ip_id)
+
+
+def sglb_shift(maps: Maps, tree: FatTree, fd: int, flood_ns: int, phase_s: float = 0.04) -> float:
+    """Edge switch e0_0 sends to pod 1 with SGLB over its two aggregation switches, whose uplinks' queues shift:
+    300 KB behind a0_0 and none behind a0_1 for `phase_s`, then the reverse. Every sampling interval (1 ms)
+    each aggregation switch samples its ports, and every `flood_ns` it floods. Returns the share of the
+    second phase's packets the edge switch sent towards the aggregation switch that was congested then."""
+    st = sampled.Settings(**{**sampled.settings(sampled.SampledParams(), 1_000_000_000, 4158, tree.edges_per_pod,
+                                                  sampled.LB_SAMPLE | sampled.LB_FLOOD).__dict__,
+                             "sample_ns": 1_000_000, "flood_ns": flood_ns})
+    switches.set_sampled(maps, tree, st)
+    switches.set_scheme(maps, tree, Scheme.SGLB, seed=1)
+    edge, src, dst = tree.by_name["e0_0"], tree.by_name["h0_0_0"], tree.by_name["h1_0_0"]
+    ups = tree.uplinks(edge.name)
+    aggs = [tree.by_name[p.peer] for p in ups]
+    to_pod1 = packet(tree, src, dst, 1500, 4000)
+    sent_to = []
+    for phase in (0, 1):
+        congested = aggs[phase]
+        t_end = time.monotonic() + phase_s
+        while time.monotonic() < t_end:
+            for a in aggs:
+                for p in tree.uplinks(a.name):
+                    maps.port_q.set(p.ifindex, PortQ(bytes=300_000 if a is congested else 0))
+                prog_test_run(fd, to_pod1, SkBuff(ingress_ifindex=tree.port(a.name, edge.name).ifindex))
+            for p in ups:
+                maps.port_q.set(p.ifindex, PortQ())
+            _, out = prog_test_run(fd, to_pod1, SkBuff(ingress_ifindex=tree.port(edge.name, src.name).ifindex))
+            sent_to.append((phase, [p.ifindex for p in ups].index(out.cb[0])))
+            time.sleep(0.0002)
+    second = [slot for phase, slot in sent_to if phase == 1]
+    return sum(1 for slot in second if slot == 1) / len(second)
+
+
+def test_sglb_stale_view_is_worse_under_a_shifting_load() -> None:
+    """SGLB's remote state is only what was flooded: with a 1 ms flood the edge switch turns away from the newly
+    congested aggregation switch within a few samples; with a 10 s flood it keeps the view of the first flood
+    and sends nearly everything into the congestion. So the flood interval changes decisions."""
+    with loaded_program("tsglb", "fattree", 4) as (tree, compiled, maps):
+        fd = compiled.fds["switch_ingress"]
+        fresh = sglb_shift(maps, tree, fd, 1_000_000)
+        stale = sglb_shift(maps, tree, fd, 10_000_000_000)
+    print(f"share of packets into the congested aggregation switch after the shift: flood 1 ms {fresh:.2f}, "
+          f"flood 10 s {stale:.2f}")
+    assert fresh < 0.3 and stale > 0.9, (fresh, stale)

@@ -61,6 +61,24 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def float_pair(text: str) -> tuple[float, float]:
+    """"LO,HI" as two numbers."""
+    parts = text.split(",")
+    try:
+        lo, hi = (float(x) for x in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected LO,HI (two numbers), got {text!r}") from None
+    return lo, hi
+
+
+def size_pair(text: str) -> tuple[int, int]:
+    """"LO,HI" as two sizes (units: KB, MB)."""
+    parts = text.split(",")
+    if len(parts) != 2:
+        raise argparse.ArgumentTypeError(f"expected LO,HI (two sizes), got {text!r}")
+    return size(parts[0]), size(parts[1])
+
+
 DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
 
 

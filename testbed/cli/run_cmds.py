@@ -102,10 +102,16 @@ def add_sampled(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--dre-interval", type=float, default=S.dre_pkts,
                     help=f"conga: T_dre, the DRE's decay period (alpha 0.2, so tau = 5 T_dre), in packet times "
                          f"(default {S.dre_pkts:g})")
+    sp.add_argument("--load-bands", type=args.float_pair, default=S.load_band, metavar="LO,HI",
+                    help="dlb, sglb: a port's load EWMA is in band 0 at or below LO and 7 at or above HI, fractions "
+                         "of the line rate (default 0.125,1)")
+    sp.add_argument("--queue-bands", type=args.size_pair, default=S.queue_band, metavar="LO,HI",
+                    help="dlb, sglb: likewise for its queue EWMA, bytes (default 0,160KB)")
 
 
 def sampled_params(a: argparse.Namespace) -> dict[str, Any]:
-    return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval}
+    return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval,
+            "load_band": a.load_bands, "queue_band": a.queue_bands}
 
 
 def transport_params(a: argparse.Namespace) -> dict[str, Any]:

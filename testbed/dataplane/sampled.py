@@ -16,8 +16,8 @@ Defaults, and where they come from (TABLE1-SCHEMES.md in the design notes):
   16 keeps a sample per few packets per uplink (`--sample-interval`).
 - EWMA weight 1/4 (SAI's exponents are 2-3); load bands between 1/8 and 1
   of the line rate, queue bands between 0 and 160 KB (AR's top threshold,
-  20 % of the paper's 800 KB buffer); quality weighs load and queue 50/50
-  (Juniper's default rate weight).
+  20 % of the paper's 800 KB buffer): `--load-bands`, `--queue-bands`;
+  quality weighs load and queue 50/50 (Juniper's default rate weight).
 - SGLB floods every 32 packet times (twice the sampling interval):
   `--flood-interval`.
 - CONGA: T_dre = 32 packet times and alpha = 0.2 (the public simulators'
@@ -55,12 +55,17 @@ class SampledParams:
     sample_pkts: float = 16.0  # DLB and SGLB sampling interval
     flood_pkts: float = 32.0  # SGLB flood interval
     dre_pkts: float = 32.0  # CONGA T_dre
+    load_band: tuple[float, float] = (LOAD_LO, LOAD_HI)  # DLB load thresholds, fractions of the line rate
+    queue_band: tuple[int, int] = (QUEUE_LO_BYTES, QUEUE_HI_BYTES)  # DLB queue thresholds, bytes
 
     def __post_init__(self) -> None:
         for name, v in (("--sample-interval", self.sample_pkts), ("--flood-interval", self.flood_pkts),
                         ("--dre-interval", self.dre_pkts)):
             if not 0 < v <= 1e7:
                 raise SchemeError(f"{name} must be in (0, 1e7] packet times, got {v}")
+        for name, (lo, hi) in (("--load-bands", self.load_band), ("--queue-bands", self.queue_band)):
+            if not 0 <= lo < hi <= 1 << 40:
+                raise SchemeError(f"{name} needs 0 <= LO < HI, got {lo},{hi}")
 
 
 def active_bits(schemes: Sequence[Scheme]) -> int:
@@ -105,8 +110,8 @@ def settings(p: SampledParams, rate_bps: int, frame_bytes: int, edges_per_pod: i
     line_bytes = rate_bps / 8e9 * sample_ns  # bytes the line carries in one sampling interval
     dre_ns = max(1, round(p.dre_pkts * pkt_ns))
     return Settings(active=active, sample_ns=sample_ns, flood_ns=max(1, round(p.flood_pkts * pkt_ns)), dre_ns=dre_ns,
-                    load_lo=round(LOAD_LO * line_bytes), load_hi=round(LOAD_HI * line_bytes),
-                    queue_lo=QUEUE_LO_BYTES, queue_hi=QUEUE_HI_BYTES,
+                    load_lo=round(p.load_band[0] * line_bytes), load_hi=round(p.load_band[1] * line_bytes),
+                    queue_lo=int(p.queue_band[0]), queue_hi=int(p.queue_band[1]),
                     conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)), edges_per_pod=edges_per_pod)
 
 

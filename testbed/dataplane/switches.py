@@ -1,6 +1,7 @@
 """What the switches are told, through the pinned maps: a fat tree's
 forwarding state, each switch's scheme, and the per-switch state the schemes
-keep (ECMP seeds, Ofan/pOfan and RR pointers, DRILL memory).
+keep (ECMP seeds, Ofan/pOfan and RR pointers, DRILL memory, and the sampled
+schemes' settings and timer state: `set_sampled()`).
 
 `program()` writes a fat tree's ports, switches, links and destinations;
 `set_uplink_masks()` and `set_downlinks()` change the routes live (the

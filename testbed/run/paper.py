@@ -4,9 +4,10 @@
 `quick`: k=4 (or the smallest fabric that shows the effect) and a few
 minutes; `paper`: the paper's configuration where this machine carries it
 (k=12 by default, section 6; the paper's message sizes, loads and failure
-probabilities), at the packet budget's rates, which is hours. Schemes the
-testbed does not have are left out and said so. REPS and CONGA need ACKs, so every figure with either runs with ACKs
-(the CCT then ends at the last ACK, as the paper's does).
+probabilities), at the packet budget's rates, which is hours. What of a
+figure the testbed does not reproduce is said with it. REPS and CONGA need
+ACKs, so every figure with either runs with ACKs (the CCT then ends at the
+last ACK, as the paper's does).
 """
 
 from __future__ import annotations

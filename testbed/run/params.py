@@ -66,6 +66,8 @@ class RunParams:
     sample_pkts: float = SampledParams.sample_pkts  # DLB, SGLB: sampling
     flood_pkts: float = SampledParams.flood_pkts  # SGLB: flood
     dre_pkts: float = SampledParams.dre_pkts  # CONGA: T_dre
+    load_band: tuple[float, float] = SampledParams.load_band  # DLB: load thresholds, fractions of the line rate
+    queue_band: tuple[int, int] = SampledParams.queue_band  # DLB: queue thresholds, bytes
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -104,7 +106,8 @@ class RunParams:
 
     def sampled(self) -> SampledParams:
         try:
-            return SampledParams(self.sample_pkts, self.flood_pkts, self.dre_pkts)
+            return SampledParams(self.sample_pkts, self.flood_pkts, self.dre_pkts, tuple(self.load_band),
+                                 tuple(self.queue_band))
         except SchemeError as e:
             raise RunError(str(e)) from None
 

@@ -25,6 +25,14 @@ def test_intervals_are_packet_times_at_any_rate() -> None:
     assert fast.conga_ctau == round(5 * 32 * FRAME)  # tau = T_dre / 0.2 = 160 frames at line rate
 
 
+def test_band_thresholds_are_parameters() -> None:
+    s = sampled.settings(SampledParams(load_band=(0.5, 0.75), queue_band=(4096, 65536)), 100_000_000, FRAME, 2, 1)
+    line = 16 * FRAME
+    assert (s.load_lo, s.load_hi, s.queue_lo, s.queue_hi) == (round(line / 2), round(line * 3 / 4), 4096, 65536)
+    with pytest.raises(SchemeError, match="--load-bands"):
+        SampledParams(load_band=(1.0, 0.5))
+
+
 def test_intervals_must_be_positive() -> None:
     with pytest.raises(SchemeError, match="--sample-interval"):
         SampledParams(sample_pkts=0)

@@ -71,12 +71,8 @@ static __always_inline __u32 lb_conga_pick(__u32 sw, struct switch_cfg *cfg, __u
     __u32 base = (cfg->edge_global * N_EDGES + dst_edge) * W;
 #pragma clang loop unroll(disable)
     for (__u32 i = 0; i < W; i++) {
-        __u32 key = sw * W + i;
-        __u32 *ifx = uplinks.lookup(&key);
-        if (!ifx)
-            return 0;
-        __u32 idx = *ifx;
-        struct lb_port *lp = lb_port.lookup(&idx);
+        __u32 idx = 0;
+        struct lb_port *lp = lb_uplink_state(sw, i, &idx);
         if (!lp)
             return 0;
         __u64 v = conga_metric(lp->dre, ctau);

@@ -42,12 +42,8 @@ static __always_inline __u32 lb_quality_pick(__u32 sw, __u32 mask, __u32 draw, _
         return 0;
 #pragma clang loop unroll(disable)
     for (__u32 i = 0; i < W; i++) {
-        __u32 key = sw * W + i;
-        __u32 *ifx = uplinks.lookup(&key);
-        if (!ifx)
-            return 0;
-        __u32 idx = *ifx;
-        struct lb_port *lp = lb_port.lookup(&idx);
+        __u32 idx = 0;
+        struct lb_port *lp = lb_uplink_state(sw, i, &idx);
         if (!lp)
             return 0;
         __u64 v = lp->quality;

@@ -37,6 +37,19 @@ static __always_inline struct port_q *lb_uplink_q(__u32 sw, __u32 slot)
     return port_q.lookup(&idx);
 }
 
+/* The sampled state (lb_sample.h) of uplink `slot` of switch sw; NULL only if the maps are not programmed
+ * (callers return at once, as for lb_uplink_q). */
+static __always_inline struct lb_port *lb_uplink_state(__u32 sw, __u32 slot, __u32 *ifindex)
+{
+    __u32 key = sw * W + slot;
+    __u32 *ifx = uplinks.lookup(&key);
+    if (!ifx)
+        return NULL;
+    __u32 idx = *ifx;
+    *ifindex = idx;
+    return lb_port.lookup(&idx);
+}
+
 /* AR's quantisation thresholds, a missing one as never reached. */
 static __always_inline __u64 lb_ar_threshold(__u32 i)
 {

@@ -48,6 +48,19 @@ static __always_inline __u64 lb_tick(__u32 sw, __u32 tick, __u64 now, __u64 inte
     return e - prev;
 }
 
+/* Port number i of switch sw (sw_ports): its sampled state, and its ifindex in *ifindex; NULL when the maps
+ * are not programmed (the timer stops there). */
+static __always_inline struct lb_port *lb_switch_port(__u32 sw, __u32 i, __u32 *ifindex)
+{
+    __u32 key = sw * K + i;
+    __u32 *ifx = sw_ports.lookup(&key);
+    if (!ifx)
+        return NULL;
+    __u32 idx = *ifx;
+    *ifindex = idx;
+    return lb_port.lookup(&idx);
+}
+
 /* A value's band between lo and hi: 0 at or below lo, 7 at or above hi, 1 + 6 (v - lo) / (hi - lo) between
  * (values and thresholds below 2^56). */
 static __always_inline __u64 lb_band(__u64 v, __u64 lo, __u64 hi)
@@ -73,12 +86,8 @@ static __always_inline void lb_sample(__u32 sw, __u64 n, struct lb_cfg *c)
     __u32 s = c->ewma_shift & 31, wl = c->load_weight & 15;
 #pragma clang loop unroll(disable)
     for (__u32 i = 0; i < K; i++) {
-        __u32 key = sw * K + i;
-        __u32 *ifx = sw_ports.lookup(&key);
-        if (!ifx)
-            return;
-        __u32 idx = *ifx;
-        struct lb_port *lp = lb_port.lookup(&idx);
+        __u32 idx = 0;
+        struct lb_port *lp = lb_switch_port(sw, i, &idx);
         struct port_q *q = port_q.lookup(&idx);
         if (!lp || !q)
             return;
@@ -148,12 +157,8 @@ static __always_inline void lb_decay_dre(__u32 sw, __u64 n, struct lb_cfg *c)
     __u64 f = c->decay[step & (LB_DECAY_STEPS - 1)];
 #pragma clang loop unroll(disable)
     for (__u32 i = 0; i < K; i++) {
-        __u32 key = sw * K + i;
-        __u32 *ifx = sw_ports.lookup(&key);
-        if (!ifx)
-            return;
-        __u32 idx = *ifx;
-        struct lb_port *lp = lb_port.lookup(&idx);
+        __u32 idx = 0;
+        struct lb_port *lp = lb_switch_port(sw, i, &idx);
         if (!lp)
             return;
         lp->dre = lp->dre * f >> 16;

@@ -16,7 +16,7 @@ import functools
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from . import sampled
@@ -221,6 +221,22 @@ def pofan_pipe(local_port: int, pipe_size: int, n_ports: int) -> int:
 
 # -- one decision, all schemes ---------------------------------------------------------
 @dataclass(frozen=True)
+class SampledInputs:
+    """What the sampled schemes' timers left for a decision (testbed.dataplane.sampled), per uplink slot: DLB's
+    sampled quality band; the remote state (SGLB: the next switch's flooded quality toward the destination;
+    CONGA: the Congestion-To-Leaf metric of each tag and the DRE period it was written in); CONGA's DRE; and
+    CONGA's C x tau, current DRE period and ageing limit."""
+
+    quality: tuple[int, ...] = ()
+    remote: tuple[int, ...] = ()
+    remote_epochs: tuple[int, ...] = ()
+    dre: tuple[int, ...] = ()
+    ctau: int = 1
+    epoch: int = 0
+    age: int = 0
+
+
+@dataclass(frozen=True)
 class Decision:
     """Everything one upward decision depends on (the model's inputs)."""
 
@@ -240,17 +256,7 @@ class Decision:
     five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
     mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
     level: int = 1  # the switch's tier (topology.Level): host-routed labels name an uplink per tier
-    # The sampled schemes (testbed.dataplane.sampled), per uplink slot: DLB's sampled quality band; the remote
-    # state (SGLB: the next switch's flooded quality toward the destination; CONGA: the Congestion-To-Leaf
-    # metric of each tag and the DRE period it was written in); CONGA's DRE, C x tau, the current DRE period and
-    # the ageing limit.
-    quality: tuple[int, ...] = ()
-    remote: tuple[int, ...] = ()
-    remote_epochs: tuple[int, ...] = ()
-    dre: tuple[int, ...] = ()
-    ctau: int = 1
-    epoch: int = 0
-    age: int = 0
+    sampled: SampledInputs = field(default_factory=lambda: SampledInputs())  # dlb, sglb, conga
 
     @property
     def valid(self) -> int:
@@ -307,19 +313,20 @@ def _pick_valid(x: Decision, scores: Sequence[int]) -> int:
 
 
 def model_dlb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
-    return _pick_valid(x, x.quality), 0
+    return _pick_valid(x, x.sampled.quality), 0
 
 
 def model_sglb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
-    return _pick_valid(x, [max(q, r) for q, r in zip(x.quality, x.remote)]), 0
+    return _pick_valid(x, [max(q, r) for q, r in zip(x.sampled.quality, x.sampled.remote)]), 0
 
 
 def conga_scores(x: Decision) -> list[int]:
     """Per uplink: the local DRE metric, and at an edge switch the worse of it and the aged Congestion-To-Leaf."""
-    local = [sampled.conga_metric(d, x.ctau) for d in x.dre]
+    s = x.sampled
+    local = [sampled.conga_metric(d, s.ctau) for d in s.dre]
     if x.level != LEVEL_EDGE:
         return local
-    return [max(m, sampled.conga_aged(r, e, x.epoch, x.age)) for m, r, e in zip(local, x.remote, x.remote_epochs)]
+    return [max(m, sampled.conga_aged(r, e, s.epoch, s.age)) for m, r, e in zip(local, s.remote, s.remote_epochs)]
 
 
 def model_conga(x: Decision, basis: Sequence[int]) -> tuple[int, int]:

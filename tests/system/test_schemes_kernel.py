@@ -22,7 +22,7 @@ import pytest
 from testbed.dataplane import models, sampled, switches
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.maps import CongaEntry, LbPort, Maps, PortQ, SkBuff, prog_test_run, prog_test_run_data
-from testbed.dataplane.models import Decision
+from testbed.dataplane.models import Decision, SampledInputs
 from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
 
@@ -122,15 +122,11 @@ def epoch_now() -> int:
 
 @dataclass
 class Sampled:
-    """The sampled schemes' inputs to one decision, as written to the maps."""
+    """The sampled schemes' state for one decision, as written to the maps: the model's inputs, and for CONGA
+    the feedback pointer with its entry's metric and epoch (at an edge switch) and the packet's IPv4 ID."""
 
-    quality: tuple[int, ...] = ()
-    remote: tuple[int, ...] = ()
-    remote_epochs: tuple[int, ...] = ()
-    dre: tuple[int, ...] = ()
-    ctau: int = 1
-    epoch: int = 0
-    fb: tuple[int, int, int] = (0, 0, 0)  # CONGA at an edge: feedback pointer, its entry's metric and epoch
+    inputs: SampledInputs = SampledInputs()
+    fb: tuple[int, int, int] = (0, 0, 0)
     ip_id: int = 0
 
 
@@ -150,18 +146,20 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
     dre = tuple(0 if tied else rng.randrange(0, 2 * ctau) for _ in ups)
     for p, q, x in zip(ups, quality, dre):
         maps.lb_port.set(p.ifindex, LbPort(dre=x, quality=q))
-    st = Sampled(quality=quality, dre=dre, ctau=ctau, epoch=epoch)
+    remote: tuple[int, ...] = ()
+    remote_epochs: tuple[int, ...] = ()
+    st = Sampled()
     if scheme is Scheme.SGLB:
-        st.remote = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
-        for p, r in zip(ups, st.remote):
+        remote = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
+        for p, r in zip(ups, remote):
             maps.sglb_view.set(tree.by_name[p.peer].nid * dims.n_keys + dst_edge, r)
     if conga:
         if sw.level is Level.EDGE:
             e = tree.edge_global(sw)
             base = (e * tree.n_edges + dst_edge) * tree.w
-            st.remote = tuple(0 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
-            st.remote_epochs = tuple(epoch - rng.randrange(0, 2 * CONGA_AGE + 2) for _ in ups)
-            for t, (m, ep) in enumerate(zip(st.remote, st.remote_epochs)):
+            remote = tuple(0 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
+            remote_epochs = tuple(epoch - rng.randrange(0, 2 * CONGA_AGE + 2) for _ in ups)
+            for t, (m, ep) in enumerate(zip(remote, remote_epochs)):
                 maps.conga_to.set(base + t, CongaEntry(metric=m, epoch=ep))
             ptr = rng.getrandbits(40)
             fb = (ptr, rng.randrange(sampled.LB_BANDS), epoch - rng.randrange(0, 2 * CONGA_AGE + 2))
@@ -169,6 +167,7 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
             maps.conga_from.set(base + ptr % tree.w, CongaEntry(metric=fb[1], epoch=fb[2]))
             st.fb = fb
         st.ip_id = rng.getrandbits(16)
+    st.inputs = SampledInputs(quality, remote, remote_epochs, dre, ctau, epoch, CONGA_AGE)
     return st
 
 
@@ -177,13 +176,14 @@ def check_conga_hop(hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st:
     """After a CONGA decision: the chosen uplink's DRE grew by the frame, and the IPv4 ID is the model's header
     (written at an edge switch, CE raised at an aggregation switch), its checksum still right."""
     tree, maps = hs.tree, hs.maps
-    assert int(maps.lb_port.get(ups[slot].ifindex).dre) == st.dre[slot] + frame_len
-    m = sampled.conga_metric(st.dre[slot] + frame_len, st.ctau)
+    x = st.inputs
+    assert int(maps.lb_port.get(ups[slot].ifindex).dre) == x.dre[slot] + frame_len
+    m = sampled.conga_metric(x.dre[slot] + frame_len, x.ctau)
     ip = out_pkt[14:34]
     (ip_id,) = struct.unpack("!H", ip[4:6])
     if sw.level is Level.EDGE:
         ptr, fm, fe = st.fb
-        want = sampled.conga_header(slot, m, ptr % tree.w, sampled.conga_aged(fm, fe, st.epoch, CONGA_AGE))
+        want = sampled.conga_header(slot, m, ptr % tree.w, sampled.conga_aged(fm, fe, x.epoch, CONGA_AGE))
         assert int(maps.conga_fb_ptr.get(tree.edge_global(sw) * tree.n_edges + dst_edge).value) == ptr + 1
     else:
         tag, ce, ft, fmet = sampled.conga_fields(st.ip_id)
@@ -247,7 +247,7 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     if supplied:
         ctx.cb[1], ctx.cb[2], ctx.cb[3] = DRAWS_SUPPLIED, draws[0], draws[1]
     rv, out, out_pkt = prog_test_run_data(hs.fd, packet(tree, src, dst, frame_len, sport, st.ip_id), ctx)
-    if st.epoch and epoch_now() != st.epoch:
+    if st.inputs.epoch and epoch_now() != st.inputs.epoch:
         return None
     assert rv == 0  # TC_ACT_OK: the test build forwards nothing
     kernel_slot = [p.ifindex for p in ups].index(out.cb[0])
@@ -256,9 +256,7 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
                  pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
                  thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
-                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level),
-                 quality=st.quality, remote=st.remote, remote_epochs=st.remote_epochs, dre=st.dre, ctau=st.ctau,
-                 epoch=st.epoch, age=CONGA_AGE)
+                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level), sampled=st.inputs)
     model_slot, steps = models.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 

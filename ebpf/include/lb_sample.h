@@ -22,6 +22,8 @@
  *     pod, the best quality among its uplinks valid for that pod.
  *   dre (LB_CONGA, dre_ns): every port's DRE decays, X = X decay[min(n, 63)]
  *     / 65536 (CONGA's X = X (1 - alpha) once per T_dre, n times).
+ * Each run of a timer is counted (CNT_LB_SAMPLES, CNT_LB_FLOODS, CNT_LB_DECAYS:
+ * a run's switch_counters lb_samples, lb_floods, lb_decays).
  * Mirrored by testbed.dataplane.sampled (sample_port, flood_view, decay_dre).
  * Concurrency: one CPU runs a timer for a switch in an epoch; the state it
  * writes (plain stores) is read racily by decisions on other CPUs, as a
@@ -113,7 +115,7 @@ static __always_inline void lb_flood(__u32 sw, struct switch_cfg *cfg, struct lb
 {
     __u32 zero = 0;
     struct lb_scores *up = lb_scratch.lookup(&zero);
-    if (!up || cfg->level == LEVEL_EDGE)
+    if (!up)
         return;
     __u32 epp = c->edges_per_pod ? c->edges_per_pod : 1;
     if (!cfg->top) {
@@ -174,17 +176,23 @@ static __always_inline void lb_timers(__u32 sw, struct switch_cfg *cfg, __u64 no
     __u64 n;
     if (c->active & LB_SAMPLE) {
         n = lb_tick(sw, LB_TICK_SAMPLE, now, c->sample_ns);
-        if (n)
+        if (n) {
             lb_sample(sw, n, c);
+            maps_count(CNT_LB_SAMPLES);
+        }
     }
-    if (c->active & LB_FLOOD) {
+    if ((c->active & LB_FLOOD) && cfg->level != LEVEL_EDGE) {
         n = lb_tick(sw, LB_TICK_FLOOD, now, c->flood_ns);
-        if (n)
+        if (n) {
             lb_flood(sw, cfg, c);
+            maps_count(CNT_LB_FLOODS);
+        }
     }
     if (c->active & LB_CONGA) {
         n = lb_tick(sw, LB_TICK_DRE, now, c->dre_ns);
-        if (n)
+        if (n) {
             lb_decay_dre(sw, n, c);
+            maps_count(CNT_LB_DECAYS);
+        }
     }
 }

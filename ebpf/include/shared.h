@@ -255,8 +255,11 @@ struct conga_entry {
 #define CNT_UNREACHABLE 5  /* destination cut off by failures: dropped at the first switch that knows */
 #define CNT_BAD_FLOW   6   /* a RoCEv2 packet whose flow id is beyond N_FLOWS: not counted */
 #define CNT_LABEL_INVALID 7 /* host-routed: the label named an uplink that is not valid: ECMP chose instead */
+#define CNT_LB_SAMPLES 8    /* runs of a switch's sampling timer (lb_sample.h): not drops */
+#define CNT_LB_FLOODS  9    /* runs of a switch's flood timer */
+#define CNT_LB_DECAYS  10   /* runs of a switch's DRE decay timer */
 
 /* rx_total indices */
 #define RX_DATA 0
 #define RX_ACKS 1
-#define N_COUNTERS     8
+#define N_COUNTERS     11

@@ -106,10 +106,13 @@ HOST_LB_COUNTERS = 5
 HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt")
 
 CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW, \
-    CNT_LABEL_INVALID = range(8)
+    CNT_LABEL_INVALID, CNT_LB_SAMPLES, CNT_LB_FLOODS, CNT_LB_DECAYS = range(11)
 COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
                  CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable",
-                 CNT_BAD_FLOW: "unknown_flow", CNT_LABEL_INVALID: "label_invalid"}
+                 CNT_BAD_FLOW: "unknown_flow", CNT_LABEL_INVALID: "label_invalid", CNT_LB_SAMPLES: "lb_samples",
+                 CNT_LB_FLOODS: "lb_floods", CNT_LB_DECAYS: "lb_decays"}
+# Counters of events that lose no packet: a label ECMP replaced, the sampled schemes' timer runs
+NOT_DROPS = frozenset({"label_invalid", "lb_samples", "lb_floods", "lb_decays"})
 RX_DATA, RX_ACKS = 0, 1  # rx_total
 
 # name => (key type, value type)

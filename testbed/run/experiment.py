@@ -30,7 +30,8 @@ from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
 from ..dataplane import control, sampled, switches
-from ..dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, RINGBUF_MAPS, Maps, RunCfg, pin_dir
+from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
+                              RunCfg, pin_dir)
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import cpu_latency, links, netns, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
@@ -240,7 +241,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     drops = {
         "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
         "softnet": soft1 - soft0,
-        "switch": sum(v for n, v in counters.items() if n != "unreachable"),  # the data plane's error paths
+        # the data plane's error paths
+        "switch": sum(v for n, v in counters.items() if n != "unreachable" and n not in NOT_DROPS),
         # routed toward a link before it failed, dropped by the first switch without a route (or, with
         # hosts cut off, sent to an unreachable destination)
         "unreachable": cnt1["unreachable"] - cnt0.get("unreachable", 0),

@@ -203,7 +203,7 @@ class Result:
     drops: int
     drops_detail: dict[str, int]
     switch_counters: dict[str, int]  # the data plane's counters over the run, by name (drops_detail["switch"] sums
-    # all but "unreachable")
+    # all but "unreachable" and those that lose no packet, maps.NOT_DROPS: labels ECMP replaced, timer runs)
     queues: dict[str, dict[str, float]]
     overload: dict[str, float]
     utilisation: float

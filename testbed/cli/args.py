@@ -72,11 +72,11 @@ def float_pair(text: str) -> tuple[float, float]:
 
 
 def size_pair(text: str) -> tuple[int, int]:
-    """"LO,HI" as two sizes (units: KB, MB)."""
+    """"LO,HI" as two sizes (units: KB, MB; 0 allowed)."""
     parts = text.split(",")
     if len(parts) != 2:
         raise argparse.ArgumentTypeError(f"expected LO,HI (two sizes), got {text!r}")
-    return size(parts[0]), size(parts[1])
+    return tuple(0 if p.strip() == "0" else size(p) for p in parts)  # type: ignore[return-value]
 
 
 DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}

@@ -12,7 +12,7 @@ from traffic.workloads import WORKLOADS
 
 from ..run.params import RunError
 from . import args
-from .run_cmds import add_ecn, add_wait
+from .run_cmds import add_ecn, add_sampled, add_wait, sampled_params
 
 DEFAULT_SCHEMES = "ecmp,rps,ar,ofan,pofan:4"
 
@@ -105,6 +105,7 @@ def add_sweep(sub: Any) -> None:
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
                          "ray://HOST:PORT; nodes started with --resources '{\"testbed_fabric\": 1}' (README)")
     add_ecn(sw)
+    add_sampled(sw)
     add_wait(sw)
     args.add_topology(sw)
     sw.add_argument("--prefix", type=args.prefix, default="tbs",
@@ -116,7 +117,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
 
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
-                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer)
+                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a))
 
 
 def describe(row: dict[str, Any]) -> str:

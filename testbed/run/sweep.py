@@ -37,6 +37,7 @@ from typing import Any
 import pandas as pd
 
 from ..dataplane import control
+from ..dataplane.sampled import SampledParams
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps
@@ -75,6 +76,12 @@ class Matrix:
     ccs: tuple[str, ...] = ("none",)  # congestion control per cell (traffic/transport.py); a CCA turns ACKs on
     base_rtt_pkts: float | None = None  # with a CCA: the emulated base RTT (default 150 packet times)
     buffer_bytes: int | None = None  # per switch port (default 800 KB with a CCA, unlimited without)
+    # The sampled schemes' settings, the same in every cell (testbed.dataplane.sampled.SampledParams)
+    sample_pkts: float = SampledParams.sample_pkts
+    flood_pkts: float = SampledParams.flood_pkts
+    dre_pkts: float = SampledParams.dre_pkts
+    load_band: tuple[float, float] = SampledParams.load_band
+    queue_band: tuple[int, int] = SampledParams.queue_band
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -118,9 +125,10 @@ class Matrix:
         return self.acks or any(cc != "none" for cc in self.ccs)
 
     def to_json(self) -> dict[str, Any]:
-        """Every field; the transport's only when set, so that a sweep without them keeps its fingerprint."""
+        """Every field; the transport's and the sampled schemes' only when set, so that a sweep without them
+        keeps its fingerprint."""
         d = asdict(self)
-        for name, default in TRANSPORT_DEFAULTS.items():
+        for name, default in OPTIONAL_DEFAULTS.items():
             if d[name] == default:
                 del d[name]
         return d
@@ -147,7 +155,9 @@ class Matrix:
         return auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks)
 
 
-TRANSPORT_DEFAULTS: dict[str, Any] = {"ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None}
+OPTIONAL_DEFAULTS: dict[str, Any] = {
+    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None,
+    **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band")}}
 
 
 @dataclass(frozen=True)
@@ -180,7 +190,8 @@ class Cell:
                          ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
                          flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,
                          base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
-                         buffer_bytes=m.buffer_bytes)
+                         buffer_bytes=m.buffer_bytes, sample_pkts=m.sample_pkts, flood_pkts=m.flood_pkts,
+                         dre_pkts=m.dre_pkts, load_band=m.load_band, queue_band=m.queue_band)
 
 
 # -- the rows ----------------------------------------------------------------

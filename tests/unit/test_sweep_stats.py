@@ -3,6 +3,8 @@ that recover known powers with intervals that contain them."""
 
 from __future__ import annotations
 
+import json
+
 import math
 
 import numpy as np
@@ -69,11 +71,26 @@ def test_cells_have_stable_distinct_names() -> None:
     assert m.fingerprint() != Matrix(("ecmp",), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2)).fingerprint()
 
 
+def test_sampled_settings_reach_the_cells_and_keep_default_fingerprints() -> None:
+    m = Matrix(("sglb",), seeds=(1,))
+    assert "flood_pkts" not in m.to_json()  # a sweep from before these settings keeps its fingerprint
+    stale = Matrix(("sglb",), seeds=(1,), flood_pkts=1000.0, queue_band=(0, 65536))
+    assert stale.fingerprint() != m.fingerprint()
+    assert stale.fingerprint() == Matrix.from_json(json.loads(json.dumps(stale.to_json()))).fingerprint()
+    p = stale.cells()[0].params(stale)
+    assert (p.flood_pkts, p.sampled().queue_band) == (1000.0, (0, 65536))
+
+
 def test_every_paper_figure_has_valid_matrices() -> None:
     figs = paper.figures()
     assert set(figs) == set(paper.NAMES)
     for f in figs.values():
         assert f.quick.cells() and len(f.paper.cells()) >= len(f.quick.cells())
         assert paper.estimate_s(f.quick) < 15 * 60  # the quick scale is minutes
-        if "reps" in f.quick.schemes:
+        if "reps" in f.quick.schemes or "conga" in f.quick.schemes:
             assert f.quick.acks and f.paper.acks
+    for name in ("fig3", "fig4"):  # every scheme of the paper's Table 1 the testbed has (all but RSQ = rps)
+        assert set(figs[name].quick.schemes) == set(figs[name].paper.schemes) == {
+            "ecmp", "rr", "jsq", "rps", "ar", "choice", "drill", "conga", "dlb", "sglb", "reps", "drb", "ethereal",
+            "pofan:4", "ofan"}
+        assert "not in the testbed" not in figs[name].missing

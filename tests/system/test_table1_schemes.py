@@ -99,3 +99,39 @@ def test_conga_needs_acks_and_intervals_must_be_positive() -> None:
         RunParams("permutation", MB, 1.0, Scheme.CONGA)
     with pytest.raises(RunError, match="--flood-interval"):
         RunParams("permutation", MB, 1.0, Scheme.SGLB, flood_pkts=0)
+
+
+def test_a_sampled_scheme_swapped_in_during_a_run_starts_its_timers(fab: Fabric) -> None:
+    """ECMP runs; switched to SGLB mid-run (map writes from another process), the switches start sampling and
+    flooding within milliseconds, and every packet still arrives."""
+    import threading
+    import time
+
+    from testbed.dataplane import switches
+    from testbed.dataplane.maps import CNT_LB_FLOODS, CNT_LB_SAMPLES, Maps
+    from testbed.dataplane.schemes import SchemeConfig
+
+    tree = fab.tree
+    assert fab.maps is not None
+    result: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: result.update(run(fab, params(Scheme.ECMP, seed=1)).to_json()))
+    n_up = tree.n_switches * tree.w
+    base = sum(fab.maps.uplink_pkts.read_array(n_up))  # counts since the fabric was built
+    worker.start()
+    deadline = time.monotonic() + 10
+    while sum(fab.maps.uplink_pkts.read_array(n_up)) < base + 50 and time.monotonic() < deadline:
+        time.sleep(0.002)  # until the traffic flows (a 1 MB permutation at 25 Mbit/s lasts about 0.35 s)
+
+    def counts() -> tuple[int, int]:
+        return int(fab.maps.counters.get(CNT_LB_SAMPLES).value), int(fab.maps.counters.get(CNT_LB_FLOODS).value)
+
+    before = counts()
+    with Maps(tree.prefix) as other:
+        switches.apply_schemes(other, tree, {sw.name: SchemeConfig(Scheme.SGLB) for sw in switches.lb_switches(tree)})
+    time.sleep(0.05)
+    after = counts()
+    worker.join(timeout=30)
+    delivered(result)
+    assert {s["scheme_at_end"] for s in result["switches"].values()} == {"sglb"}
+    assert after[0] > before[0] and after[1] > before[1], (before, after)
+    assert result["switch_counters"]["lb_samples"] > 0

@@ -17,7 +17,6 @@ Usage: sudo .venv/bin/python bench/decision_cost.py [--fabrics fattree:4,fattree
 from __future__ import annotations
 
 import argparse
-import ctypes as ct
 import json
 import statistics
 import struct
@@ -28,26 +27,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from testbed.dataplane import sampled, switches  # noqa: E402
 from testbed.dataplane.compile import Compiled, Dims  # noqa: E402
-from testbed.dataplane.maps import Maps, SkBuff, _TestRunOpts, unpin  # noqa: E402
+from testbed.dataplane.maps import Maps, SkBuff, prog_test_run_timed, unpin  # noqa: E402
 from testbed.dataplane.schemes import Scheme, SchemeConfig, switch_schemes  # noqa: E402
 from testbed.topology import FatTree  # noqa: E402
-
-
-def run_repeated(fd: int, packet: bytes, ctx: SkBuff, repeat: int) -> float:
-    """Mean ns per run of the program over `repeat` runs, as the kernel measured it."""
-    lib = ct.CDLL("libbpf.so.1", use_errno=True)
-    lib.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
-    data = ct.create_string_buffer(packet, len(packet))
-    out = ct.create_string_buffer(len(packet) + 256)
-    ctx_out = SkBuff()
-    opts = _TestRunOpts(sz=ct.sizeof(_TestRunOpts), data_in=ct.cast(data, ct.c_void_p), data_size_in=len(packet),
-                        data_out=ct.cast(out, ct.c_void_p), data_size_out=len(packet) + 256,
-                        ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
-                        ctx_out=ct.cast(ct.pointer(ctx_out), ct.c_void_p), ctx_size_out=ct.sizeof(ctx_out),
-                        repeat=repeat)
-    if lib.bpf_prog_test_run_opts(fd, ct.byref(opts)) != 0:
-        raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
-    return float(opts.duration)
 
 
 def measure(kind: str, k: int, repeat: int, rounds: int) -> dict[str, object]:
@@ -73,7 +55,7 @@ def measure(kind: str, k: int, repeat: int, rounds: int) -> dict[str, object]:
                     switches.set_sampled(maps, tree, sampled.settings(
                         sampled.SampledParams(), 100_000_000, 4154, tree.edges_per_pod,
                         sampled.active_bits([c.scheme])))
-                    ns[c.label].append(run_repeated(compiled.fds["switch_ingress"], packet, ctx, repeat))
+                    ns[c.label].append(prog_test_run_timed(compiled.fds["switch_ingress"], packet, ctx, repeat))
     unpin(tree.prefix)
     med = {label: statistics.median(v) for label, v in ns.items()}
     return {"topology": kind, "k": k, "w": tree.w, "repeat": repeat, "rounds": rounds,

@@ -8,10 +8,14 @@
  *   ar:    quantised adaptive routing (section 3.1, Table 1): a queue of q
  *          bytes is at level = number of thresholds t with q >= t; among the
  *          valid uplinks at the lowest level, the (draw mod count)-th.
- *   drill: DRILL(d=2, m=1) (Ghorbani et al., SIGCOMM 2017): candidates are the
- *          remembered uplink (if still valid), then two uniformly drawn valid
- *          uplinks; the one with the fewest queued bytes wins (ties: earlier
- *          candidate) and is remembered.
+ *   drill: DRILL(d, m) (Ghorbani et al., SIGCOMM 2017), d in 1..4 and m in
+ *          0..2 from lb_cfg.drill (unset: d = 2, m = 1, the paper's
+ *          setting): candidates are the m remembered uplinks (one no longer
+ *          valid stands in as the first sample), then d uniformly drawn valid
+ *          uplinks (draw j: the packet's draws 0 and 1, then lb_drill_draw);
+ *          the one with the fewest queued bytes wins (ties: the earlier
+ *          candidate) and becomes memory 0; with m = 2 the least loaded of
+ *          the others (ties: earlier) becomes memory 1.
  *   choice: DRILL(2, 0), the power of two choices without memory: of two
  *          uniformly drawn valid uplinks, the one with fewer queued bytes
  *          (ties: the first).
@@ -22,6 +26,7 @@
 #include "maps.h"
 #include "lb_mask.h"
 #include "lb_arith.h"
+#include "lb_ecmp.h"
 
 /* The queue of uplink `slot` of switch sw; NULL only if the maps are not
  * programmed. Callers return at once on NULL rather than score the uplink:
@@ -125,25 +130,68 @@ static __always_inline __u32 lb_ar_pick(__u32 sw, __u32 mask, __u32 draw)
     return lb_score_pick(sw, mask, draw, 1);
 }
 
+/* The j-th random draw of a DRILL decision: the packet's two draws, then a mix of both (lb_ecmp.h's mixer). */
+static __always_inline __u32 lb_drill_draw(__u32 j, __u32 draw0, __u32 draw1)
+{
+    return lb_ecmp_mix(lb_ecmp_mix(draw0, j), draw1);
+}
+
+/* Candidate i of a DRILL decision: its slot, and its queued bytes if it takes part (else LB_SCORE_INVALID). */
+static __always_inline int lb_drill_cand(__u32 sw, __u32 slot, __u64 part, __u32 *slots, __u64 *bytes, __u32 i)
+{
+    struct port_q *q = lb_uplink_q(sw, slot);
+    if (!q)
+        return -1;
+    slots[i] = slot;
+    bytes[i] = lb_sel(part, lb_score_clamp(q->bytes), LB_SCORE_INVALID);
+    return 0;
+}
+
+/* The first candidate with the fewest bytes, leaving out candidate `skip` (6: none). */
+static __always_inline __u32 lb_drill_least(__u64 *bytes, __u32 skip)
+{
+    __u64 low = LB_SCORE_INVALID + 1;
+    __u32 at = 0;
+#pragma unroll
+    for (__u32 i = 0; i < DRILL_M_MAX + DRILL_D_MAX; i++) {
+        __u64 better = lb_lt(bytes[i], low) & (1 - lb_eq(i, skip));
+        low = lb_sel(better, bytes[i], low);
+        at = lb_sel(better, i, at);
+    }
+    return at;
+}
+
 static __always_inline __u32 lb_drill_pick(__u32 sw, __u32 mask, __u32 draw0, __u32 draw1)
 {
-    __u32 *mem = drill_mem.lookup(&sw);
-    __u32 s0 = lb_mask_draw(mask, draw0), s1 = lb_mask_draw(mask, draw1);
-    __u32 best = mem ? *mem % W : s0;
-    if (!((mask >> best) & 1))
-        best = s0;
-    struct port_q *qb = lb_uplink_q(sw, best), *q0 = lb_uplink_q(sw, s0), *q1 = lb_uplink_q(sw, s1);
-    if (!qb || !q0 || !q1)
+    __u32 zero = 0;
+    struct lb_cfg *c = lb_cfg.lookup(&zero);
+    __u32 drill = c && c->drill ? c->drill : 2 | 1 << 8;
+    __u64 d = drill & 0xFF, m = (drill >> 8) & 0xFF;
+    __u32 count = lb_mask_count(mask);
+    __u32 s0 = lb_mask_nth(mask, (__u64)draw0 % count), s1 = lb_mask_nth(mask, (__u64)draw1 % count);
+    __u32 s2 = lb_mask_nth(mask, (__u64)lb_drill_draw(2, draw0, draw1) % count);
+    __u32 s3 = lb_mask_nth(mask, (__u64)lb_drill_draw(3, draw0, draw1) % count);
+    __u32 k0 = sw * DRILL_M_MAX, k1 = k0 + 1;
+    __u32 *mem0 = drill_mem.lookup(&k0), *mem1 = drill_mem.lookup(&k1);
+    if (!mem0 || !mem1)
         return s0;
-    __u64 best_q = qb->bytes;
-    if (q0->bytes < best_q) {
-        best = s0;
-        best_q = q0->bytes;
-    }
-    if (q1->bytes < best_q)
-        best = s1;
-    if (mem)
-        *mem = best;
+    __u32 r0 = *mem0 % W, r1 = *mem1 % W;
+    r0 = lb_sel((mask >> r0) & 1, r0, s0);
+    r1 = lb_sel((mask >> r1) & 1, r1, s0);
+    /* candidates in order: memories 0, 1, samples 0 .. 3; those beyond m and d take no part */
+    __u32 slots[DRILL_M_MAX + DRILL_D_MAX];
+    __u64 bytes[DRILL_M_MAX + DRILL_D_MAX];
+    if (lb_drill_cand(sw, r0, lb_lt(0, m), slots, bytes, 0) || lb_drill_cand(sw, r1, lb_lt(1, m), slots, bytes, 1) ||
+        lb_drill_cand(sw, s0, 1, slots, bytes, 2) || lb_drill_cand(sw, s1, lb_lt(1, d), slots, bytes, 3) ||
+        lb_drill_cand(sw, s2, lb_lt(2, d), slots, bytes, 4) || lb_drill_cand(sw, s3, lb_lt(3, d), slots, bytes, 5))
+        return s0;
+    __u32 first = lb_drill_least(bytes, DRILL_M_MAX + DRILL_D_MAX);
+    __u32 second = lb_drill_least(bytes, first);
+    if (first >= DRILL_M_MAX + DRILL_D_MAX || second >= DRILL_M_MAX + DRILL_D_MAX)
+        return s0;
+    __u32 best = slots[first];
+    *mem0 = lb_sel(lb_lt(0, m), best, *mem0);
+    *mem1 = lb_sel(lb_lt(1, m), slots[second], *mem1);
     return best;
 }
 

@@ -34,8 +34,8 @@ BPF_ARRAY(ofan_ptr, __u64, N_SWITCHES * K * N_PTR);
 BPF_PERCPU_ARRAY(ofan_ptr_cpu, __u64, N_SWITCHES * N_PTR);
 /* switch id => Simple RR pointer shared by all destinations (fetch-add counter) */
 BPF_ARRAY(rr_ptr, __u64, N_SWITCHES);
-/* switch id => DRILL's remembered uplink slot */
-BPF_ARRAY(drill_mem, __u32, N_SWITCHES);
+/* switch id * DRILL_M_MAX + j => DRILL's j-th remembered uplink slot */
+BPF_ARRAY(drill_mem, __u32, N_SWITCHES * DRILL_M_MAX);
 /* level in [0, AR_LEVELS) => adaptive routing threshold, bytes of queue */
 BPF_ARRAY(ar_thresh, __u64, AR_LEVELS);
 /* i in [0, W) => P[i], the Ofan basis permutation (paper appendix F.2) */

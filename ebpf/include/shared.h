@@ -208,16 +208,18 @@ struct ack_event {
 #define LB_TICKS       3
 #define LB_BANDS       8   /* quality bands 0 (best) .. 7, CONGA metrics 0 .. 7 (3 bits) */
 #define LB_DECAY_STEPS 64  /* CONGA: decay factors for 0 .. 63 elapsed DRE periods (more: as 63) */
+#define DRILL_D_MAX 4      /* DRILL(d, m): at most 4 samples and 2 remembered uplinks per decision */
+#define DRILL_M_MAX 2
 
-/* Settings of the sampled schemes: lb_cfg[0] (testbed.dataplane.sampled). Intervals are ns; an epoch is
- * now / interval. */
+/* Run-wide settings of the switch schemes: the sampled schemes' timers and thresholds, DRILL's d and m: lb_cfg[0]
+ * (testbed.dataplane.sampled). Intervals are ns; an epoch is now / interval. */
 struct lb_cfg {
     __u32 active;        /* LB_* bits: which timers run */
     __u32 ewma_shift;    /* DLB load and queue EWMA: avg += (sample - avg) / 2^shift per sample */
     __u32 load_weight;   /* DLB quality = (load_weight * load band + (8 - load_weight) * queue band) / 8 */
     __u32 conga_age;     /* CONGA: a table entry older than this many DRE periods reads 0 */
     __u32 edges_per_pod; /* the fabric's (SGLB's flood: which pod a destination edge is in) */
-    __u32 pad;
+    __u32 drill;         /* the drill scheme's DRILL(d, m): d | m << 8 (0: d = 2, m = 1) */
     __u64 sample_ns;     /* DLB, SGLB: sampling interval */
     __u64 flood_ns;      /* SGLB: flood interval */
     __u64 dre_ns;        /* CONGA: T_dre */

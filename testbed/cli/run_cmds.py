@@ -107,11 +107,15 @@ def add_sampled(sp: argparse.ArgumentParser) -> None:
                          "of the line rate (default 0.125,1)")
     sp.add_argument("--queue-bands", type=args.size_pair, default=S.queue_band, metavar="LO,HI",
                     help="dlb, sglb: likewise for its queue EWMA, bytes (default 0,160KB)")
+    sp.add_argument("--drill-d", type=int, default=S.drill_d,
+                    help=f"drill: DRILL(d, m)'s random samples per packet, 1-4 (default {S.drill_d})")
+    sp.add_argument("--drill-m", type=int, default=S.drill_m,
+                    help=f"drill: DRILL(d, m)'s remembered uplinks, 0-2 (default {S.drill_m}; 0 with d=2 is choice)")
 
 
 def sampled_params(a: argparse.Namespace) -> dict[str, Any]:
     return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval,
-            "load_band": a.load_bands, "queue_band": a.queue_bands}
+            "load_band": a.load_bands, "queue_band": a.queue_bands, "drill_d": a.drill_d, "drill_m": a.drill_m}
 
 
 def transport_params(a: argparse.Namespace) -> dict[str, Any]:

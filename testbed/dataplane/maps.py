@@ -88,7 +88,7 @@ LB_DECAY_STEPS = 64
 
 class LbCfg(ct.Structure):
     _fields_ = [("active", u32), ("ewma_shift", u32), ("load_weight", u32), ("conga_age", u32),
-                ("edges_per_pod", u32), ("pad", u32), ("sample_ns", u64), ("flood_ns", u64), ("dre_ns", u64),
+                ("edges_per_pod", u32), ("drill", u32), ("sample_ns", u64), ("flood_ns", u64), ("dre_ns", u64),
                 ("load_lo", u64), ("load_hi", u64), ("queue_lo", u64), ("queue_hi", u64), ("conga_ctau", u64),
                 ("decay", u32 * LB_DECAY_STEPS)]
 

@@ -191,20 +191,33 @@ def ar_port(queue_bytes: Sequence[int], thresholds: Sequence[int], draw: int) ->
     return pick_min([ar_level(q, thresholds) for q in queue_bytes], draw)
 
 
-def drill_port(w: int, memory: int, draw0: int, draw1: int, queue_bytes: Sequence[int],
-               mask: int | None = None) -> int:
-    """DRILL(2, 1): the remembered uplink (if valid), then two uniformly drawn
-    valid ones; fewest bytes wins, ties go to the earlier candidate. The
-    winner becomes the new memory."""
-    m = (1 << w) - 1 if mask is None else mask
-    s0, s1 = mask_draw(m, w, draw0), mask_draw(m, w, draw1)
-    best = memory % w
-    if not (m >> best) & 1:
-        best = s0
-    for c in (s0, s1):
-        if queue_bytes[c] < queue_bytes[best]:
-            best = c
-    return best
+DRILL_DEFAULT = (2, 1)  # (d, m): the DRILL paper's recommended setting
+DRILL_D_MAX, DRILL_M_MAX = 4, 2  # shared.h
+
+
+def drill_draw(j: int, draw0: int, draw1: int) -> int:
+    """The j-th draw of a DRILL decision (lb_drill_draw): the packet's two, then a mix of both."""
+    return (draw0, draw1)[j] if j < 2 else _mix(_mix(draw0, j), draw1)
+
+
+def drill_port(w: int, memories: Sequence[int], draw0: int, draw1: int, queue_bytes: Sequence[int],
+               mask: int | None = None, dm: tuple[int, int] = DRILL_DEFAULT) -> tuple[int, tuple[int, int]]:
+    """DRILL(d, m): the m remembered uplinks (one no longer valid stands in as the first sample), then d
+    uniformly drawn valid ones; fewest bytes wins, ties go to the earlier candidate, and becomes memory 0; with
+    m = 2 the least loaded of the others (ties: earlier) becomes memory 1. Returns (uplink, the memories after)."""
+    d, m = dm
+    v = (1 << w) - 1 if mask is None else mask
+    samples = [mask_draw(v, w, drill_draw(j, draw0, draw1)) for j in range(d)]
+    remembered = [x % w if (v >> (x % w)) & 1 else samples[0] for x in memories[:m]]
+    cands = remembered + samples
+    first = min(range(len(cands)), key=lambda i: (queue_bytes[cands[i]], i))
+    new = list(memories)
+    if m >= 1:
+        new[0] = cands[first]
+    if m >= 2:
+        second = min((i for i in range(len(cands)) if i != first), key=lambda i: (queue_bytes[cands[i]], i))
+        new[1] = cands[second]
+    return cands[first], (new[0], new[1])
 
 
 def choice_port(w: int, draw0: int, draw1: int, queue_bytes: Sequence[int], mask: int) -> int:
@@ -256,6 +269,8 @@ class Decision:
     five_tuple: tuple[bytes, bytes, bytes, int]  # saddr, daddr, first 4 L4 bytes, protocol
     mask: int = -1  # valid uplink slots (bit i: slot i); -1: all
     level: int = 1  # the switch's tier (topology.Level): host-routed labels name an uplink per tier
+    memory1: int = 0  # DRILL: memory 1 (used with m = 2)
+    drill: tuple[int, int] = DRILL_DEFAULT  # DRILL's (d, m)
     sampled: SampledInputs = field(default_factory=lambda: SampledInputs())  # dlb, sglb, conga
 
     @property
@@ -301,7 +316,7 @@ def model_ar(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
 
 
 def model_drill(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
-    return drill_port(x.w, x.memory, x.draws[0], x.draws[1], x.queue_bytes, x.valid), 0
+    return drill_port(x.w, (x.memory, x.memory1), x.draws[0], x.draws[1], x.queue_bytes, x.valid, x.drill)[0], 0
 
 
 def model_choice(x: Decision, basis: Sequence[int]) -> tuple[int, int]:

@@ -1,6 +1,7 @@
 """The sampled schemes' settings and timers, in pure Python: DLB's sampled port
 quality, SGLB's flood, CONGA's DRE and header (ebpf/include/lb_sample.h,
-lb_dlb.h, lb_conga.h).
+lb_dlb.h, lb_conga.h); and DRILL's (d, m), the other run-wide scheme setting
+the switches read from lb_cfg.
 
 `SampledParams` are what a user sets, in packet times of the run's data
 frame at line rate, so the schemes see the same number of packets per
@@ -20,6 +21,8 @@ Defaults, and where they come from (TABLE1-SCHEMES.md in the design notes):
   quality weighs load and queue 50/50 (Juniper's default rate weight).
 - SGLB floods every 32 packet times (twice the sampling interval):
   `--flood-interval`.
+- DRILL(d, m): (2, 1), the DRILL paper's recommendation (`--drill-d`,
+  `--drill-m`; d up to 4, m up to 2; Choice is DRILL(2, 0)).
 - CONGA: T_dre = 32 packet times and alpha = 0.2 (the public simulators'
   ratio), so tau = 160 packet times; a table entry ages out after 50 T_dre
   (the simulators' 10 ms over 200 us).
@@ -36,6 +39,7 @@ LB_SAMPLE, LB_FLOOD, LB_CONGA = 1, 2, 4  # shared.h lb_cfg.active bits
 LB_TICK_SAMPLE, LB_TICK_FLOOD, LB_TICK_DRE = 0, 1, 2
 LB_TICKS = 3
 LB_BANDS = 8
+DRILL_D_MAX, DRILL_M_MAX = 4, 2  # shared.h
 LB_DECAY_STEPS = 64
 DECAY_ONE = 1 << 16
 
@@ -57,12 +61,17 @@ class SampledParams:
     dre_pkts: float = 32.0  # CONGA T_dre
     load_band: tuple[float, float] = (LOAD_LO, LOAD_HI)  # DLB load thresholds, fractions of the line rate
     queue_band: tuple[int, int] = (QUEUE_LO_BYTES, QUEUE_HI_BYTES)  # DLB queue thresholds, bytes
+    drill_d: int = 2  # the drill scheme's DRILL(d, m): samples per decision
+    drill_m: int = 1  # and remembered uplinks
 
     def __post_init__(self) -> None:
         for name, v in (("--sample-interval", self.sample_pkts), ("--flood-interval", self.flood_pkts),
                         ("--dre-interval", self.dre_pkts)):
             if not 0 < v <= 1e7:
                 raise SchemeError(f"{name} must be in (0, 1e7] packet times, got {v}")
+        if not 1 <= self.drill_d <= DRILL_D_MAX or not 0 <= self.drill_m <= DRILL_M_MAX:
+            raise SchemeError(f"DRILL(d, m) needs --drill-d in 1..{DRILL_D_MAX} and --drill-m in 0..{DRILL_M_MAX}, "
+                              f"got {self.drill_d}, {self.drill_m}")
         for name, (lo, hi) in (("--load-bands", self.load_band), ("--queue-bands", self.queue_band)):
             if not 0 <= lo < hi <= 1 << 40:
                 raise SchemeError(f"{name} needs 0 <= LO < HI, got {lo},{hi}")
@@ -95,6 +104,7 @@ class Settings:
     queue_hi: int
     conga_ctau: int
     edges_per_pod: int
+    drill: int = 2 | 1 << 8  # DRILL's d | m << 8
     ewma_shift: int = EWMA_SHIFT
     load_weight: int = LOAD_WEIGHT
     conga_age: int = CONGA_AGE_PERIODS
@@ -112,7 +122,8 @@ def settings(p: SampledParams, rate_bps: int, frame_bytes: int, edges_per_pod: i
     return Settings(active=active, sample_ns=sample_ns, flood_ns=max(1, round(p.flood_pkts * pkt_ns)), dre_ns=dre_ns,
                     load_lo=round(p.load_band[0] * line_bytes), load_hi=round(p.load_band[1] * line_bytes),
                     queue_lo=int(p.queue_band[0]), queue_hi=int(p.queue_band[1]),
-                    conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)), edges_per_pod=edges_per_pod)
+                    conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)), edges_per_pod=edges_per_pod,
+                    drill=p.drill_d | p.drill_m << 8)
 
 
 # -- DLB: sampling ---------------------------------------------------------------------

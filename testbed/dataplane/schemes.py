@@ -11,7 +11,7 @@ ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 | rr    | one pointer per switch, all destinations | Simple RR, paper section 3.1 |
 | jsq   | fewest queued bytes, random tie-break | JSQ, paper section 3.1 |
 | ar    | lowest quantised queue level, random among them | AR, paper section 3.1, Table 1 |
-| drill | best of 2 random + remembered uplink | DRILL(2,1), Ghorbani et al. 2017 |
+| drill | best of d random + m remembered uplinks (default 2 and 1) | DRILL(d,m), Ghorbani et al. 2017 |
 | choice | fewer queued bytes of 2 random uplinks, no memory | "Choice", DRILL(2,0), Ghorbani et al. 2017 |
 | conga | least max(local DRE metric, fed-back path metric), random tie-break | CONGA (Alizadeh et al. 2014), per packet |
 | dlb   | best sampled quality band (load and queue EWMAs), random tie-break | Broadcom DLB as the paper reads it |

@@ -126,7 +126,8 @@ def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None
         for pid in range(2 * nk):
             maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [per_cpu[c][pid] for c in range(ncpu)])
         maps.rr_ptr.set(sw.nid, rng.randrange(tree.w))
-        maps.drill_mem.set(sw.nid, rng.randrange(tree.w))
+        for j in range(models.DRILL_M_MAX):
+            maps.drill_mem.set(sw.nid * models.DRILL_M_MAX + j, rng.randrange(tree.w))
     maps.ofan_ptr.set_many(ptrs)
 
 

@@ -68,6 +68,8 @@ class RunParams:
     dre_pkts: float = SampledParams.dre_pkts  # CONGA: T_dre
     load_band: tuple[float, float] = SampledParams.load_band  # DLB: load thresholds, fractions of the line rate
     queue_band: tuple[int, int] = SampledParams.queue_band  # DLB: queue thresholds, bytes
+    drill_d: int = SampledParams.drill_d  # the drill scheme's DRILL(d, m)
+    drill_m: int = SampledParams.drill_m
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -107,7 +109,7 @@ class RunParams:
     def sampled(self) -> SampledParams:
         try:
             return SampledParams(self.sample_pkts, self.flood_pkts, self.dre_pkts, tuple(self.load_band),
-                                 tuple(self.queue_band))
+                                 tuple(self.queue_band), self.drill_d, self.drill_m)
         except SchemeError as e:
             raise RunError(str(e)) from None
 

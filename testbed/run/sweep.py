@@ -82,6 +82,8 @@ class Matrix:
     dre_pkts: float = SampledParams.dre_pkts
     load_band: tuple[float, float] = SampledParams.load_band
     queue_band: tuple[int, int] = SampledParams.queue_band
+    drill_d: int = SampledParams.drill_d
+    drill_m: int = SampledParams.drill_m
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -157,7 +159,8 @@ class Matrix:
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None,
-    **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band")}}
+    **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
+                                              "drill_d", "drill_m")}}
 
 
 @dataclass(frozen=True)
@@ -191,7 +194,8 @@ class Cell:
                          flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,
                          base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
                          buffer_bytes=m.buffer_bytes, sample_pkts=m.sample_pkts, flood_pkts=m.flood_pkts,
-                         dre_pkts=m.dre_pkts, load_band=m.load_band, queue_band=m.queue_band)
+                         dre_pkts=m.dre_pkts, load_band=m.load_band, queue_band=m.queue_band, drill_d=m.drill_d,
+                         drill_m=m.drill_m)
 
 
 # -- the rows ----------------------------------------------------------------

@@ -15,7 +15,7 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
@@ -234,14 +234,20 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     qs = queues if queues is not None else tuple(rng.choice(QUEUE_CHOICES) for _ in ups)
     for p, q in zip(ups, qs):
         maps.port_q.set(p.ifindex, PortQ(pkts=q // 4154, bytes=q))
-    mem = memory if memory is not None else rng.randrange(tree.w)
-    maps.drill_mem.set(sw.nid, mem)
+    mem, mem1 = (memory if memory is not None else rng.randrange(tree.w)), rng.randrange(tree.w)
+    maps.drill_mem.set(sw.nid * models.DRILL_M_MAX, mem)
+    maps.drill_mem.set(sw.nid * models.DRILL_M_MAX + 1, mem1)
+    dm = models.DRILL_DEFAULT  # DRILL(d, m): random in the differential test, the paper's in the distribution test
+    if config.scheme is Scheme.DRILL and memory is None:
+        dm = (rng.randint(1, models.DRILL_D_MAX), rng.randint(0, models.DRILL_M_MAX))
     full = (1 << tree.w) - 1
     valid = mask if mask is not None else (full if rng.random() < 0.3 else rng.randrange(1, full + 1))
     maps.uplink_mask.set(sw.nid * dims.n_keys + d, valid)
     draws = (rng.getrandbits(32), rng.getrandbits(32))
     dst_edge = tree.edge_global(tree.by_name[tree.edge_of(dst.name)])
     st = set_sampled_state(hs, config, sw, ups, dst_edge, rng, tied)
+    if config.scheme is Scheme.DRILL:
+        switches.write_lb_cfg(maps, replace(frozen_settings(tree, 0), drill=dm[0] | dm[1] << 8))
 
     ctx = SkBuff(ingress_ifindex=inport.ifindex)
     if supplied:
@@ -253,7 +259,7 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     kernel_slot = [p.ifindex for p in ups].index(out.cb[0])
 
     x = Decision(config=config, w=tree.w, n_ports=tree.k, d=d, n_keys=n_keys, cls=cls, local_port=local,
-                 pointer=pointer, queue_bytes=qs, draws=draws, memory=mem,
+                 pointer=pointer, queue_bytes=qs, draws=draws, memory=mem, memory1=mem1, drill=dm,
                  thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
                              struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level), sampled=st.inputs)
@@ -266,7 +272,11 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     if config.scheme is Scheme.OFAN:
         assert int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
     if config.scheme is Scheme.DRILL:
-        assert int(maps.drill_mem.get(sw.nid).value) == kernel_slot
+        left = tuple(int(maps.drill_mem.get(sw.nid * models.DRILL_M_MAX + j).value) for j in range(2))
+        if supplied:
+            assert left == models.drill_port(tree.w, (mem, mem1), draws[0], draws[1], qs, valid, dm)[1], dm
+        else:  # the kernel drew its own samples: the winner is remembered
+            assert left[0] == kernel_slot
     if config.scheme is Scheme.POFAN and config.pipe_size == PIPES_PER_CPU:
         vals = maps.ofan_ptr_cpu.get(sw.nid * dims.n_ptr + pid)
         assert sorted(vals) == [pointer] * (len(vals) - 1) + [pointer + steps]

@@ -88,3 +88,20 @@ def test_active_bits() -> None:
     assert sampled.active_bits([Scheme.OFAN, Scheme.ECMP]) == 0
     assert sampled.active_bits([Scheme.DLB]) == sampled.LB_SAMPLE
     assert sampled.active_bits([Scheme.SGLB, Scheme.CONGA]) == sampled.LB_SAMPLE | sampled.LB_FLOOD | sampled.LB_CONGA
+
+
+def test_drill_d_m_settings_and_model() -> None:
+    from testbed.dataplane import models
+
+    assert sampled.settings(SampledParams(drill_d=4, drill_m=2), 10**8, FRAME, 2, 0).drill == 4 | 2 << 8
+    assert settings().drill == 2 | 1 << 8
+    for bad in ({"drill_d": 0}, {"drill_d": 5}, {"drill_m": 3}):
+        with pytest.raises(SchemeError, match="DRILL"):
+            SampledParams(**bad)  # type: ignore[arg-type]
+    q = (50, 10, 30, 10)  # bytes per uplink; w = 4, every uplink valid
+    # draws 1 and 3 sample uplinks 1 and 3 (both 10 bytes: the earlier wins); memories 2 and 0
+    assert models.drill_port(4, (2, 0), 1, 3, q, dm=(2, 1)) == (1, (1, 0))
+    assert models.drill_port(4, (2, 0), 1, 3, q, dm=(2, 2)) == (1, (1, 3))  # runner-up: uplink 3 (10 bytes)
+    # memories 2 (30), 0 (50), samples 2 (30), 0 (50): the runner-up is the sample of uplink 2 (duplicates stay)
+    assert models.drill_port(4, (2, 0), 2, 0, q, dm=(2, 2)) == (2, (2, 2))
+    assert models.drill_port(4, (1, 1), 0, 2, q, dm=(2, 0)) == (2, (1, 1))  # no memory: of 0 (50) and 2 (30), 2

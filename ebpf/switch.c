@@ -133,6 +133,8 @@ int switch_ingress(struct __sk_buff *skb)
         __builtin_memcpy(eth->dst, dst->mac, ETH_ALEN);
         __builtin_memcpy(eth->src, po->mac, ETH_ALEN);
     }
+    /* looked up here again, not kept from lb_timers: a map pointer live across the decision took the k=64
+     * leaf-spine's verification past 1 M instructions (396 k this way) */
     struct lb_cfg *lbc = lb_cfg.lookup(&zero);
     if (lbc && (lbc->active & LB_CONGA))
         conga_hop(skb, ip, sw, cfg, pi, out, up, slot, dst->edge_global, now);

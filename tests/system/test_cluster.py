@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from testbed.measure.fidelity import SERVICE_MIN, TIMING_EXCESS_MAX
 from testbed.run.cluster import STAGING
 
 from .helpers import TIMING_RATE_BPS, cli
@@ -117,6 +118,14 @@ def test_cluster_sweep_matches_local_and_survives_a_killed_worker(ray_head: str,
     assert len(a) == len(b) == 4
     assert killed[0] in set(b["cell"])  # the killed cell was run again, not lost
     pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
-    ecmp = (a["scheme"] == "ecmp").to_numpy()
-    assert abs(a["cct_increase"][ecmp].to_numpy() - b["cct_increase"][ecmp].to_numpy()).max() < 0.05
+    assert a["fidelity_valid"].all() and b["fidelity_valid"].all()
+    # Two valid runs of one cell may differ in CCT by what the verdict lets
+    # each one lose: a link served down to SERVICE_MIN of its rate plus the
+    # timing excess. ECMP's CCT (about 3x the bound) rests on one hot link, so
+    # the comparison is relative to the CCT (a CI run read 2.031 against 2.086,
+    # 1.8 % of the CCT, both valid).
+    tolerance = (1 - SERVICE_MIN) + TIMING_EXCESS_MAX
+    cct_a = 1 + a["cct_increase"].to_numpy()
+    cct_b = 1 + b["cct_increase"].to_numpy()
+    assert (abs(cct_a - cct_b) / cct_a).max() <= tolerance, (cct_a, cct_b)
     assert all((out / "cells" / c / "manifest.json").exists() for c in b["cell"])

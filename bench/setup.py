@@ -10,6 +10,12 @@ just the namespace names. Between repetitions the machine is left alone for
 --settle seconds, since the kernel finishes destroying namespaces in the
 background.
 
+Each repetition builds twice: warm, with the program cache primed (what every
+`up` after the first with the same program sees: no clang), and cold, with the
+cache off (a fresh clone's first `up`, or a changed program). `up_s_median` is
+the warm figure, the one the targets are for; `up_cold_s_median` and the ratio
+cold/warm of the same run are beside it.
+
 Usage: sudo .venv/bin/python bench/setup.py [--reps N] [--only fattree:12,leafspine:64] [--settle S]
 """
 
@@ -17,11 +23,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 from dataclasses import asdict
 
+from testbed.dataplane.compile import Compiled, Dims
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.topology import FatTree
 
 # (topology, k) -> target seconds for `up` on this machine kind (2 cores)
 TARGET_UP_S = {("fattree", 4): 0.5, ("fattree", 8): 0.5, ("fattree", 12): 2.0, ("fattree", 16): 5.0,
@@ -29,24 +38,50 @@ TARGET_UP_S = {("fattree", 4): 0.5, ("fattree", 8): 0.5, ("fattree", 12): 2.0, (
 REPS = {("fattree", 4): 5, ("fattree", 8): 5}  # others: 3
 
 
-def measure(kind: str, k: int, reps: int, settle_s: float) -> dict[str, object]:
-    ups, downs, phases = [], [], []
-    for _ in range(reps):
+def build_once(kind: str, k: int, cache: bool) -> tuple[float, dict[str, float], float]:
+    """One up and down: (up s, up phases, down s)."""
+    saved = os.environ.get("TESTBED_PROGRAM_CACHE")
+    if not cache:
+        os.environ["TESTBED_PROGRAM_CACHE"] = "off"
+    try:
         fab = Fabric(FabricSpec(k=k, prefix="bench", topology=kind, rate_bps=1_000_000))
         fab.__enter__()
-        ups.append(fab.times.total_s)
-        phases.append(asdict(fab.times))
-        t0 = time.perf_counter()
-        fab.teardown()
-        downs.append(time.perf_counter() - t0)
-        time.sleep(settle_s)
-    tree = fab.tree
+    finally:
+        if saved is None:
+            os.environ.pop("TESTBED_PROGRAM_CACHE", None)
+        else:
+            os.environ["TESTBED_PROGRAM_CACHE"] = saved
+    up, phases = fab.times.total_s, asdict(fab.times)
+    t0 = time.perf_counter()
+    fab.teardown()
+    return up, phases, time.perf_counter() - t0
+
+
+def measure(kind: str, k: int, reps: int, settle_s: float) -> dict[str, object]:
+    ups: list[float] = []
+    colds: list[float] = []
+    downs: list[float] = []
+    phases: list[dict[str, float]] = []
+    cold_phases: list[dict[str, float]] = []
+    with Compiled(Dims.of(FatTree(k, "bench", kind))):
+        pass  # primes the cache for the warm builds
+    for _ in range(reps):
+        for cache in (True, False):
+            up, ph, down = build_once(kind, k, cache)
+            (ups if cache else colds).append(up)
+            (phases if cache else cold_phases).append(ph)
+            downs.append(down)
+            time.sleep(settle_s)
+    tree = FatTree(k, "bench", kind)
     up = statistics.median(ups)
     return {
         "topology": kind, "k": k, "hosts": tree.n_hosts, "namespaces": len(tree.nodes), "veth_pairs": len(tree.links),
         "tbf_qdiscs": tree.n_ports, "bpf_filters": tree.n_ports + len(tree.hosts),
         "up_s_median": up, "up_s_all": ups,
         "phases_s_median": {name: statistics.median(p[name] for p in phases) for name in phases[0]},
+        "up_cold_s_median": statistics.median(colds), "up_cold_s_all": colds,
+        "cold_phases_s_median": {name: statistics.median(p[name] for p in cold_phases) for name in cold_phases[0]},
+        "cold_over_warm": statistics.median(c / w for c, w in zip(colds, ups, strict=True)),
         "down_s_median": statistics.median(downs), "down_s_all": downs,
         "target_up_s": TARGET_UP_S[(kind, k)], "meets_target": up <= TARGET_UP_S[(kind, k)],
     }

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..topology import IFINDEX_BASE, FatTree
-from . import models
+from . import models, program_cache
 from .maps import ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, RINGBUF_MAPS, pin_dir, prog_id
 
 EBPF_DIR = Path(__file__).resolve().parents[2] / "ebpf"
@@ -109,18 +109,46 @@ def ensure_bpffs() -> None:
 
 class Compiled:
     """The switch program compiled for one fabric. `fds` maps entry point to
-    program fd. `pin(prefix)` pins every map. `close()` is idempotent."""
+    program fd. `pin(prefix)` pins every map. `close()` is idempotent.
 
-    def __init__(self, dims: Dims, test_run: bool = False) -> None:
+    A program compiled before with the same source and flags comes from the
+    program cache (program_cache.py): same instructions, new maps, verified
+    again by the kernel, no clang. `from_cache` says which happened."""
+
+    def __init__(self, dims: Dims, test_run: bool = False, cache: bool = True) -> None:
         """`test_run=True` builds the variant for BPF_PROG_TEST_RUN: random draws
-        come from the packet's mark and priority, and nothing is forwarded."""
+        come from the packet's mark and priority, and nothing is forwarded.
+        `cache=False` compiles whatever the cache holds (and does not store)."""
+        self.dims = dims
+        self._bpf: Any = None
+        self.map_fds: dict[str, int] = {}
+        self.fds: dict[str, int] = {}
+        self.from_cache = False
+        text, cflags = source(), dims.cflags(test_run)
+        entry = program_cache.key(text, cflags, bcc_version())
+        snap = program_cache.lookup(entry) if cache else None
+        if snap is not None:
+            try:
+                self.map_fds, self.fds = snap.load()
+                self.from_cache = True
+                return
+            except (OSError, ValueError):
+                pass  # an entry this kernel refuses or that does not fit together: compile, and replace it
+        module = self._compile(text, cflags)
+        if cache:
+            taken = program_cache.Snapshot.take(module, ENTRY_POINTS)
+            if taken is not None:
+                program_cache.store(entry, taken)
+
+    def _compile(self, text: str, cflags: list[str]) -> int:
+        """clang through bcc; the bcc module's handle."""
         from bcc import BPF  # the only bcc import of the package
 
-        self.dims = dims
-        self._bpf: Any = BPF(text=source().encode(), cflags=dims.cflags(test_run))
-        self.fds: dict[str, int] = {}
+        self._bpf = BPF(text=text.encode(), cflags=cflags)
         for name in ENTRY_POINTS:
             self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd
+        self.map_fds = program_cache.module_maps(self._bpf.module)
+        return int(self._bpf.module)
 
     def prog_ids(self) -> dict[str, int]:
         return {name: prog_id(fd) for name, fd in self.fds.items()}
@@ -133,7 +161,7 @@ class Compiled:
         os.makedirs(d, exist_ok=True)
         for name in (*MAP_TYPES, *RINGBUF_MAPS):
             path = os.path.join(d, name)
-            if lib.bpf_obj_pin(self._bpf[name.encode()].map_fd, path.encode()) != 0:
+            if lib.bpf_obj_pin(self.map_fds[name], path.encode()) != 0:
                 raise OSError(ct.get_errno(), f"pin {path}")
         return d
 
@@ -141,6 +169,10 @@ class Compiled:
         if self._bpf is not None:
             self._bpf.cleanup()
             self._bpf = None
+        elif self.from_cache:
+            for fd in (*self.map_fds.values(), *self.fds.values()):
+                os.close(fd)
+        self.map_fds, self.fds = {}, {}
 
     def __enter__(self) -> Compiled:
         return self

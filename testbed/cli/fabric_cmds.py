@@ -50,12 +50,13 @@ def cmd_up(a: argparse.Namespace) -> int:
         raise
     if fab.maps is not None:
         fab.maps.close()
+    program = "cached program" if fab.compiled is not None and fab.compiled.from_cache else "program compiled"
     if fab.compiled is not None:
         fab.compiled.close()  # the filters keep the programs; the pins keep the maps
     t = fab.tree
     print(f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
           f"rate {format_rate(rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
-          f"(built in {times.total_s:.2f} s)")
+          f"(built in {times.total_s:.2f} s, {program})")
     return 0
 
 

@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "paper": (sweep_cmds.add_paper, sweep_cmds.cmd_paper),
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
+    "ideal": (run_cmds.add_ideal, run_cmds.cmd_ideal),
 }
 
 

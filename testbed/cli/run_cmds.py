@@ -1,5 +1,5 @@
 """The commands that run experiments and show their results: run, compare,
-demo, plot."""
+demo, plot, and ideal (the same experiment on the ideal fabric, no kernel)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traffic.packet import DEFAULT_PAYLOAD
+from traffic.packet import DEFAULT_PAYLOAD, Packetizer
 from traffic.workloads import ORDERS, WORKLOADS
 
 from ..dataplane.schemes import Scheme, SchemeConfig
@@ -19,7 +19,7 @@ from ..fabric.lock import run_lock
 from ..run.params import RunError, RunParams
 from ..topology import FatTree
 from ..topology.units import format_rate
-from . import args
+from . import args, tables
 
 
 def add_run(sub: Any) -> None:
@@ -354,4 +354,54 @@ def cmd_demo(a: argparse.Namespace) -> int:
 
     run_local(d, a.prefix, progress, wait=a.wait)
     render(out, console=con)
+    return 0
+
+
+IDEAL_WORKLOADS = ("permutation", "ring", "fsdp", "stride")
+
+
+def add_ideal(sub: Any) -> None:
+    sp = sub.add_parser("ideal", help="the same experiment on the ideal fabric: exact time, no emulator, no root "
+                                       "(testbed/dataplane/ideal.py)")
+    sp.add_argument("--schemes", default="ecmp,rps,ofan,pofan:4",
+                    help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P (default ecmp,rps,ofan,pofan:4)")
+    sp.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    sp.add_argument("--workload", default="permutation", choices=IDEAL_WORKLOADS)
+    sp.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
+    sp.add_argument("--size", type=args.size, default=1 << 20, help="bytes per flow, a multiple of the payload")
+    sp.add_argument("--k", type=args.k_value, default=4, help="fat-tree k (default 4)")
+    sp.add_argument("--start-jitter", type=float, default=0.0,
+                    help="NIC releases spread uniformly over this many packet times (default 0)")
+    sp.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
+    args.add_topology(sp)
+
+
+def cmd_ideal(a: argparse.Namespace) -> int:
+    from traffic.workloads import WorkloadSpec, make_spec
+
+    from ..dataplane import ideal
+    from ..run.compare import parse_schemes, parse_seeds
+
+    configs = parse_schemes(a.schemes)
+    seeds = parse_seeds(a.seeds)
+    if a.start_jitter < 0:
+        raise RunError(f"--start-jitter must be >= 0, got {a.start_jitter}")
+    tree = FatTree(a.k, "ideal", a.topology or "fattree")
+    work = {s: make_spec(WorkloadSpec(a.workload, a.size, s, inter_pod=a.inter_pod), tree.n_hosts,
+                         tree.hosts_per_pod) for s in seeds}
+    for c in configs:  # everything is checked before the first simulation
+        ideal.check(c, work[seeds[0]], Packetizer())
+    rows = []
+    for c in configs:
+        for s in seeds:
+            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter)
+            row = {"scheme": c.label, "seed": s, "cct_increase": r.cct_increase, "cct_pkts": r.cct_pkts,
+                   "bound_pkts": r.bound_pkts, "frames": r.frames, "delivered": r.delivered, "max_queue": r.max_queue}
+            rows.append(row)
+            if a.json:
+                print(json.dumps(row), flush=True)
+    if not a.json:
+        args.console().print(tables.ideal_table(rows, f"ideal fabric: {tree.kind} k={a.k}, {a.workload}"
+                                                f"{' inter-pod' if a.inter_pod else ''} {a.size} B, "
+                                                f"start jitter {a.start_jitter:g} packet times"))
     return 0

@@ -23,10 +23,8 @@ def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
     row("CCT (ms)", lambda r: f"{r['cct_s'] * 1e3:.2f}")
     row("lower bound (ms)", lambda r: f"{r['cct_lower_bound_s'] * 1e3:.2f}")
     row("CCT increase", lambda r: f"{100 * r['cct_increase']:.2f} %")
-    short = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E",
-             "edge_host": "E->H"}
     for st in Stage:
-        row(f"queue {short[st.label]} avg / max (pkts)",
+        row(f"queue {STAGE_SHORT[st.label]} avg / max (pkts)",
             lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
     row("overload E->A/A->C/C->A/A->E (%)",
         lambda r: "/".join(f"{100 * r['overload'][s]:.0f}" for s in ("edge_agg", "agg_core", "core_agg",
@@ -72,4 +70,25 @@ def summary_table(summary: Any, title: str) -> Table:
         none = r["valid"] == 0
         t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})", mean,
                   "-" if none else str(int(r["max_queue_pkts"])), "-" if none else str(int(r["drops"])))
+    return t
+
+
+STAGE_SHORT = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E",
+               "edge_host": "E->H"}
+
+
+def ideal_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """`testbed ideal`: one row per scheme and seed, then each scheme's mean."""
+    t = Table(title=title, caption="largest queue per stage, in frames waiting")
+    for name in ("scheme", "seed", "CCT increase", *STAGE_SHORT.values()):
+        t.add_column(name, justify="left" if name == "scheme" else "right")
+    for r in rows:
+        t.add_row(r["scheme"], str(r["seed"]), f"{100 * r['cct_increase']:.2f} %",
+                  *(str(r["max_queue"][s]) for s in STAGE_SHORT))
+    for scheme in dict.fromkeys(r["scheme"] for r in rows):
+        mine = [r for r in rows if r["scheme"] == scheme]
+        if len(mine) > 1:
+            mean = sum(r["cct_increase"] for r in mine) / len(mine)
+            t.add_row(f"[bold]{scheme}[/]", "mean", f"[bold]{100 * mean:.2f} %[/]",
+                      *(str(max(r["max_queue"][s] for r in mine)) for s in STAGE_SHORT))
     return t

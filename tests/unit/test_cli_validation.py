@@ -54,6 +54,11 @@ BAD = [
     ("run", "--workload", "permutation", "--size", "1MB", "--ecn-threshold", "120%"),
     ("run", "--workload", "permutation", "--size", "1MB", "--scheme", "drb", "--k", "18"),
     ("compare", "--schemes", "ofan,reps", "--size", "1MB"),
+    ("ideal", "--schemes", "dlb"),
+    ("ideal", "--size", "1000"),
+    ("ideal", "--workload", "all-to-all"),
+    ("ideal", "--start-jitter", "-1"),
+    ("ideal", "--k", "5"),
     ("frobnicate",),
 ]
 

@@ -1,0 +1,213 @@
+"""The ideal fabric: the same topology, workload and switch decisions as a
+run, played out in exact time with no emulator in between. It answers "what
+would a perfect emulation of this network give?", so a run's CCT increase can
+be split into the network's share and the emulator's.
+
+Time is counted in packet times at the line rate (all frames of the modelled
+workloads are full). Every directed link, the hosts' NICs included, is a
+FIFO token bucket like the fabric's TBFs: rate one frame per packet time, a
+bucket of `link_bucket` frames (`nic_bucket` for the NICs), full at the start,
+and a frame leaves as soon as the bucket holds a whole frame. So, as in the
+kernel, a hop adds no serialisation delay of its own and the CCT bound has no
+per-hop term (testbed.measure.metrics.cct_lower_bound_s). A frame that leaves
+a link is at the next switch at that instant, where the scheme picks its
+egress; frames that reach one switch at the same instant are taken in a
+random order (the kernel's order among simultaneous softirqs is arbitrary
+too). Each NIC's queue is full at the start, as a run's is when the NICs are
+released; `start_jitter` spreads the releases uniformly over that many packet
+times.
+
+Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
+packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
+among ties), Ofan and pOfan (the pointers of models.ofan_port per switch or
+pipe, destination key and size class, started as switches.py starts them),
+with every uplink valid. Workloads: one flow per host (permutation,
+inter-pod permutation, ring, stride). Pure Python, no kernel: k=16 (262,144
+frames) takes about ten seconds.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from dataclasses import dataclass
+
+from traffic.packet import Packetizer
+from traffic.workloads import Flow
+
+from ..topology import FatTree, Level, Stage
+from . import models
+from .schemes import Scheme, SchemeConfig, SchemeError
+
+SCHEMES = (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.OFAN, Scheme.POFAN)
+LINK_BUCKET = 2.0  # frames: testbed.fabric.build.DEFAULT_BURST_FRAMES
+NIC_BUCKET = 1.25  # frames: testbed.fabric.build.NIC_BUCKET_FRAMES
+
+
+@dataclass(frozen=True)
+class IdealResult:
+    cct_pkts: float  # first NIC departure to last delivery, in packet times
+    bound_pkts: float  # the CCT lower bound, in packet times
+    frames: int
+    delivered: int
+    max_queue: dict[str, int]  # per stage label: the most frames waiting at any link of that stage
+
+    @property
+    def cct_increase(self) -> float:
+        return self.cct_pkts / self.bound_pkts - 1
+
+
+class _Bucket:
+    """A FIFO token bucket of one frame per packet time."""
+
+    __slots__ = ("size", "tokens", "t", "waiting")
+
+    def __init__(self, size: float) -> None:
+        self.size, self.tokens, self.t = size, size, 0.0
+        self.waiting: deque[float] = deque()  # departure times of frames not yet gone
+
+    def send(self, arrival: float) -> tuple[float, int]:
+        """(departure of a frame that arrives now, frames waiting once it joined)."""
+        while self.waiting and self.waiting[0] <= arrival:
+            self.waiting.popleft()
+        t = max(arrival, self.t)
+        tokens = min(self.size, self.tokens + (t - self.t))
+        if tokens < 1.0:
+            t += 1.0 - tokens
+            tokens = 1.0
+        self.tokens, self.t = tokens - 1.0, t
+        if t > arrival:
+            self.waiting.append(t)
+        return t, len(self.waiting)
+
+    def queued(self, now: float) -> int:
+        return sum(1 for d in self.waiting if d > now)
+
+
+def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
+    """SchemeError for what the ideal fabric does not model."""
+    if config.scheme not in SCHEMES:
+        raise SchemeError(f"the ideal fabric models {', '.join(s.label for s in SCHEMES)}, not {config.label}")
+    if config.scheme is Scheme.POFAN and config.pipe_size < 1:
+        raise SchemeError("the ideal fabric models pOfan with pipes of ports, not per-CPU pointers")
+    if len({f.src for f in flows}) != len(flows) or any(f.start_bits for f in flows):
+        raise SchemeError("the ideal fabric models workloads of one flow per host, all starting together")
+    if any(f.size_bytes % pk.payload for f in flows):
+        raise SchemeError(f"the ideal fabric models full frames: sizes must be multiples of {pk.payload} B")
+
+
+def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, pk: Packetizer | None = None,
+             link_bucket: float = LINK_BUCKET, nic_bucket: float = NIC_BUCKET,
+             start_jitter: float = 0.0) -> IdealResult:
+    """Play `flows` through `tree` under `config`; `seed` draws the initial
+    pointers, the random choices and the order of simultaneous arrivals."""
+    pk = pk or Packetizer()
+    check(config, flows, pk)
+    rng = random.Random(seed)
+    w = tree.w
+    n_keys = max(tree.n_edges, tree.k)
+    basis = models.choose_basis(w)
+    hosts = tree.hosts
+    host_name = {h.nid: h.name for h in hosts}
+    by_name = tree.by_name
+    pod_of = {h.name: h.pod for h in hosts}
+    edge_of = {h.name: tree.edge_of(h.name) for h in hosts}
+
+    buckets: dict[tuple[str, str], _Bucket] = {}
+    stage_of: dict[tuple[str, str], Stage] = {}
+    for p in tree.ports:
+        buckets[(p.node, p.peer)] = _Bucket(nic_bucket if by_name[p.node].is_host else link_bucket)
+        stage_of[(p.node, p.peer)] = p.stage
+    up = {sw.name: [p.peer for p in tree.uplinks(sw.name)] for sw in tree.switches if sw.level is not Level.CORE}
+    core_down = {sw.name: {by_name[p.peer].pod: p.peer for p in tree.downlinks(sw.name)}
+                 for sw in tree.switches if sw.level is Level.CORE}
+    pipe_of: dict[tuple[str, str], int] = {}
+    if config.scheme is Scheme.POFAN:
+        for p in tree.ports:
+            if not by_name[p.node].is_host:
+                pipe_of[(p.node, p.peer)] = tree.local_index(p) // config.pipe_size
+    pointers: dict[tuple[str, int], list[int]] = {}
+    rr: dict[str, int] = {sw: rng.randrange(w) for sw in up}
+    ecmp: dict[tuple[int, str], int] = {}
+    cls = models.size_class(pk.frame_len(pk.payload))
+
+    def next_hop(sw: str, prev: str, dst: str, fid: int, now: float) -> str:
+        node = by_name[sw]
+        dst_edge = edge_of[dst]
+        if node.level is Level.EDGE:
+            if sw == dst_edge:
+                return dst
+            key = tree.edge_global(by_name[dst_edge])
+        elif node.level is Level.AGG:
+            if pod_of[dst] == node.pod:  # every spine of a leaf-spine (one pod)
+                return dst_edge
+            key = pod_of[dst]
+        else:
+            return core_down[sw][pod_of[dst]]
+        peers = up[sw]
+        s = config.scheme
+        if s is Scheme.ECMP:
+            slot = ecmp.setdefault((fid, sw), rng.randrange(w))
+        elif s is Scheme.RPS:
+            slot = rng.randrange(w)
+        elif s is Scheme.RR:
+            slot = rr[sw]
+            rr[sw] = (slot + 1) % w
+        elif s is Scheme.JSQ:
+            q = [buckets[(sw, p)].queued(now) for p in peers]
+            best = min(q)
+            slot = rng.choice([i for i, v in enumerate(q) if v == best])
+        else:
+            pipe = pipe_of[(sw, prev)] if s is Scheme.POFAN else 0
+            ptrs = pointers.get((sw, pipe))
+            if ptrs is None:
+                ptrs = pointers[(sw, pipe)] = models.ofan_initial_pointers(n_keys, w, rng)
+            pid = models.pointer_id(key, n_keys, cls)
+            slot = models.ofan_port(ptrs[pid], pid, basis)
+            ptrs[pid] = (ptrs[pid] + 1) % w
+        return peers[slot]
+
+    events: list[tuple[float, float, str, str, str, int]] = []  # time, tie, at, from, destination host, flow
+    first = float("inf")
+    frames = 0
+    for f in flows:
+        src, dst = host_name[f.src], host_name[f.dst]
+        nic = buckets[(src, edge_of[src])]
+        release = rng.uniform(0.0, start_jitter) if start_jitter else 0.0
+        nic.t = release
+        for _ in range(pk.count(f.size_bytes)):
+            t, _ = nic.send(release)
+            first = min(first, t)
+            events.append((t, rng.random(), edge_of[src], src, dst, f.fid))
+            frames += 1
+    heapq.heapify(events)
+    max_queue = {st.label: 0 for st in Stage}
+    last = first
+    delivered = 0
+    while events:
+        now, _, at, prev, dst, fid = heapq.heappop(events)
+        if at == dst:
+            last = max(last, now)
+            delivered += 1
+            continue
+        nxt = next_hop(at, prev, dst, fid, now)
+        link = (at, nxt)
+        t, q = buckets[link].send(now)
+        label = stage_of[link].label
+        if q > max_queue[label]:
+            max_queue[label] = q
+        heapq.heappush(events, (t, rng.random(), nxt, at, dst, fid))
+    bound = _bound_pkts(flows, pk, link_bucket, nic_bucket)
+    return IdealResult(last - first, bound, frames, delivered, max_queue)
+
+
+def _bound_pkts(flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float) -> float:
+    """metrics.cct_lower_bound_s in packet times, for full frames at load 1."""
+    sent: dict[int, int] = {}
+    recv: dict[int, int] = {}
+    for f in flows:
+        n = pk.count(f.size_bytes)
+        sent[f.src] = sent.get(f.src, 0) + n
+        recv[f.dst] = recv.get(f.dst, 0) + n
+    return max(max(n - nic_bucket for n in sent.values()), max(n - link_bucket for n in recv.values()))

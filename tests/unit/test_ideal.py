@@ -1,0 +1,92 @@
+"""The ideal fabric (testbed.dataplane.ideal) against hand-derived cases and
+the paper's exact bound: an idle path gives the bound itself, two flows on
+one link take exactly twice as long, Ofan's edge-uplink queue stays within
+w + 1, and what it does not model is refused."""
+
+from __future__ import annotations
+
+import pytest
+
+from testbed.dataplane import ideal
+from testbed.dataplane.schemes import Scheme, SchemeConfig, SchemeError
+from testbed.topology import FatTree
+from traffic.workloads import Flow, WorkloadSpec, make_spec
+
+MB = 1 << 20  # 256 full frames
+
+
+def run(k: int, scheme: str, flows: list[Flow], seed: int = 1, kind: str = "fattree") -> ideal.IdealResult:
+    return ideal.simulate(FatTree(k, "t", kind), SchemeConfig(Scheme.parse(scheme)), flows, seed)
+
+
+def test_an_idle_path_gives_the_bound() -> None:
+    # 256 frames leave the NIC at 0, 0.75, 1.75, ..., 254.75 (a 1.25-frame bucket) and cross idle hops at once
+    for scheme in ("ecmp", "ofan", "rps"):
+        r = run(4, scheme, [Flow(1, 0, 15, MB)])
+        assert r.frames == r.delivered == 256
+        assert r.cct_pkts == pytest.approx(254.75) and r.bound_pkts == pytest.approx(254.75)
+        assert r.cct_increase == pytest.approx(0.0)
+
+
+def test_two_flows_on_one_uplink_take_twice_as_long() -> None:
+    # h0 -> h2 and h1 -> h3 (both under e0_0, to e0_1): one agg each, or both on one. Sharing, the uplink gets
+    # two frames per packet time: two leave at 0 (a 2-frame bucket), then one per packet time, the 512th at 510.
+    flows = [Flow(1, 0, 2, MB), Flow(2, 1, 3, MB)]
+    seen = set()
+    for seed in range(1, 30):
+        r = run(4, "ecmp", flows, seed)
+        assert r.delivered == 512
+        seen.add(round(r.cct_pkts, 6))
+        if r.cct_pkts > 300:
+            assert r.cct_pkts == pytest.approx(510.0) and r.max_queue["edge_agg"] >= 250
+        else:
+            assert r.cct_pkts == pytest.approx(254.75) and r.max_queue["edge_agg"] == 0
+    assert seen == {254.75, 510.0}  # both happen over these seeds
+
+
+@pytest.mark.parametrize("k", [4, 6, 8])
+def test_ofan_edge_uplinks_stay_within_w_plus_1(k: int) -> None:
+    tree = FatTree(k, "t")
+    for seed in (1, 2, 3):
+        flows = make_spec(WorkloadSpec("permutation", MB, seed), tree.n_hosts, tree.hosts_per_pod)
+        for pipe in (0, 1):
+            cfg = SchemeConfig(Scheme.POFAN, 1) if pipe else SchemeConfig(Scheme.OFAN)
+            r = ideal.simulate(tree, cfg, flows, seed)
+            assert r.delivered == r.frames == 256 * tree.n_hosts
+            assert r.max_queue["edge_agg"] <= tree.w + 1
+    ecmp = ideal.simulate(tree, SchemeConfig(Scheme.ECMP), flows, 1)
+    assert ecmp.max_queue["edge_agg"] > tree.w + 1 and ecmp.cct_increase > 0.5
+
+
+def test_leafspine_spreads_like_a_fat_tree() -> None:
+    tree = FatTree(8, "t", "leafspine")
+    flows = make_spec(WorkloadSpec("permutation", MB, 1), tree.n_hosts, tree.hosts_per_pod)
+    ofan = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1)
+    rps = ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 1)
+    assert ofan.delivered == ofan.frames and ofan.max_queue["agg_core"] == ofan.max_queue["core_agg"] == 0
+    assert ofan.cct_increase < 0.05 < rps.cct_increase
+
+
+def test_what_it_does_not_model_is_refused() -> None:
+    tree = FatTree(4, "t")
+    one = [Flow(1, 0, 5, MB)]
+    with pytest.raises(SchemeError, match="not dlb"):
+        ideal.simulate(tree, SchemeConfig(Scheme.DLB), one, 1)
+    with pytest.raises(SchemeError, match="one flow per host"):
+        ideal.simulate(tree, SchemeConfig(Scheme.OFAN), [Flow(1, 0, 5, MB), Flow(2, 0, 6, MB)], 1)
+    with pytest.raises(SchemeError, match="one flow per host"):
+        ideal.simulate(tree, SchemeConfig(Scheme.OFAN), [Flow(1, 0, 5, MB, start_bits=8.0)], 1)
+
+
+def test_the_command_prints_one_row_per_scheme_and_seed() -> None:
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "testbed.cli", "ideal", "--k", "4", "--schemes", "ofan,ecmp",
+                        "--seeds", "1,2", "--inter-pod", "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["scheme"], x["seed"]) for x in rows] == [("ofan", 1), ("ofan", 2), ("ecmp", 1), ("ecmp", 2)]
+    assert all(x["frames"] == x["delivered"] == 16 * 256 for x in rows)
+    assert max(x["cct_increase"] for x in rows[:2]) < 0.02 < min(x["cct_increase"] for x in rows[2:])

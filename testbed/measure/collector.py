@@ -63,6 +63,7 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
 
 ALL_PORT_READINGS_PER_S = 200_000  # budget of the every-port series: k=4 keeps 500 Hz, k=16 (6,144 ports) 32 Hz
 WATCH_PORTS = 32  # ports sampled at the full rate between every-port reads
+READINGS_PER_HALVING = 20_000_000  # every so many readings the every-port rate halves (a long run stays in memory)
 
 
 @dataclass
@@ -76,7 +77,14 @@ class Sampler:
     every-port read, ties kept) are read at the full hz, so the busiest queues keep a
     full-rate series on any fabric. Both read the queue map in place (it is
     memory-mapped: no system call per reading) and land in one long series
-    of (time, port, packets, bytes)."""
+    of (time, port, packets, bytes), 8 bytes a reading (two int32).
+
+    Memory stays bounded on long runs: after every READINGS_PER_HALVING
+    readings the every-port rate halves (the watched ports keep theirs), so a
+    run keeps at most about 2 x READINGS_PER_HALVING readings per doubling of
+    its length beyond the first (the k=64 leaf-spine's 400 s ECMP run: about
+    55 M readings, 0.4 GB, where keeping each reading's whole map entry took
+    23 GB and the run was killed). `halvings_s` says when each halving came."""
 
     maps: Maps
     tree: FatTree
@@ -92,11 +100,13 @@ class Sampler:
         self._thread = threading.Thread(target=self._loop, name="queue-sampler", daemon=True)
         self._n = Dims.of(self.tree).n_ifindex
         self._ifx = np.array([p.ifindex for p in self.tree.ports])
-        self._all = np.arange(len(self._ifx))
+        self._all = np.arange(len(self._ifx), dtype=np.int32)
         self.every = max(1, math.ceil(self.hz * len(self._ifx) / ALL_PORT_READINGS_PER_S))
         self.all_hz = self.hz / self.every
         self._watched = self._all[:self.watch]
         self._ticks = 0
+        self._readings = 0  # since the last halving
+        self.halvings_s: list[float] = []  # seconds after the first reading
         self._view = self.maps.port_q_view(self._n)
 
     def start(self) -> Sampler:
@@ -111,17 +121,23 @@ class Sampler:
 
     def _sample(self, every_port: bool) -> None:
         pos = self._all if every_port else self._watched
-        arr = self._view[self._ifx[pos]]  # a copy: the readings of this instant
+        arr = self._view[self._ifx[pos]]  # a copy of whole entries: the readings of this instant
         t = time.monotonic_ns()
-        pk, by = arr["pkts"].view(np.int64), arr["bytes"].view(np.int64)
+        # keep two int32 copies, not views of `arr` (they would keep its 224-byte entries alive)
+        pk, by = arr["pkts"].view(np.int64).astype(np.int32), arr["bytes"].view(np.int64).astype(np.int32)
         if every_port:  # the largest maxima; on a tie a port watched already stays, so its series stays whole
             score = 2 * arr["max_pkts"].astype(np.int64)
             score[self._watched] += 1
-            self._watched = np.argsort(-score, kind="stable")[:self.watch]
+            self._watched = np.argsort(-score, kind="stable")[:self.watch].astype(np.int32)
         self.times_ns.append(t)
         self.positions.append(pos)
         self.pkts.append(pk)
         self.bytes.append(by)
+        self._readings += len(pos)
+        if self._readings >= READINGS_PER_HALVING and not self._stop.is_set():
+            self._readings = 0
+            self.every *= 2
+            self.halvings_s.append((t - self.times_ns[0]) / 1e9)
 
     def _loop(self) -> None:
         period = 1.0 / self.hz
@@ -147,13 +163,14 @@ class Sampler:
         """What the time series holds, for the manifest."""
         return {"every_port_hz": self.all_hz, "watched_hz": self.hz, "watched_ports": min(self.watch, len(self._ifx)),
                 "watched_by": "largest exact maximum so far, re-ranked at every every-port reading",
-                "achieved_hz": self.rate_hz, "ports": len(self._ifx)}
+                "achieved_hz": self.rate_hz, "ports": len(self._ifx),
+                "every_port_hz_halved_at_s": self.halvings_s, "readings": sum(len(p) for p in self.positions)}
 
     def series(self, t0_ns: int) -> dict[str, Any]:
         """The long series as columns: t_s (since t0_ns), position (index into tree.ports), pkts, bytes."""
         if not self.times_ns:
-            return {"t_s": np.zeros(0), "position": np.zeros(0, dtype=np.int64), "pkts": np.zeros(0, dtype=np.int64),
-                    "bytes": np.zeros(0, dtype=np.int64)}
+            return {"t_s": np.zeros(0), "position": np.zeros(0, dtype=np.int32), "pkts": np.zeros(0, dtype=np.int32),
+                    "bytes": np.zeros(0, dtype=np.int32)}
         counts = [len(p) for p in self.positions]
         return {"t_s": np.repeat((np.array(self.times_ns, dtype=np.int64) - t0_ns) / 1e9, counts),
                 "position": np.concatenate(self.positions), "pkts": np.concatenate(self.pkts),

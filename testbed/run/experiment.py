@@ -40,7 +40,7 @@ from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
 from ..measure import collector, fidelity, metrics, provenance, results
 from ..measure import transport as tmeasure
-from ..topology import FatTree
+from ..topology import FatTree, Stage
 from . import faults
 from .params import Result, RunError, RunParams
 
@@ -381,11 +381,15 @@ def _manifest_summary(r: Result) -> dict[str, Any]:
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
-    labels = np.array([p.label for p in tree.ports], dtype=object)
-    stages = np.array([p.stage.label for p in tree.ports], dtype=object)
     cols = sampler.series(t0_ns)
-    timeseries = pd.DataFrame({"t_s": cols["t_s"], "port": labels[cols["position"]], "stage": stages[cols["position"]],
-                               "pkts": cols["pkts"], "bytes": cols["bytes"]})
+    stage_labels = [st.label for st in Stage]
+    # categoricals: 4 bytes a reading, not a string pointer (a long series has tens of millions of readings)
+    timeseries = pd.DataFrame({
+        "t_s": cols["t_s"],
+        "port": pd.Categorical.from_codes(cols["position"], categories=[p.label for p in tree.ports]),
+        "stage": pd.Categorical.from_codes(np.array([int(p.stage) for p in tree.ports], dtype=np.int8)[cols["position"]],
+                                           categories=stage_labels),
+        "pkts": cols["pkts"], "bytes": cols["bytes"]})
     stage_rows = [{"stage": st, **v, "worst_overload": r.overload[st]} for st, v in r.queues.items()]
     return {"flows": pd.DataFrame(r.flow_stats), "ports": pd.DataFrame(r.ports), "timeseries": timeseries,
             "stages": pd.DataFrame(stage_rows)}

@@ -69,3 +69,20 @@ def test_series_is_long_and_timed_from_t0() -> None:
     cols = s.series(s.times_ns[0])
     assert len(cols["t_s"]) == 3 * len(tree.ports) and cols["t_s"][0] == 0.0
     assert (np.diff(cols["t_s"]) >= 0).all()
+
+
+def test_readings_are_compact_and_the_every_port_rate_halves_on_long_runs(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(collector, "READINGS_PER_HALVING", 1000)
+    tree = FatTree(4)  # 96 ports, every port at every tick
+    s, maps = sampler(tree)
+    maps.q["pkts"][[p.ifindex for p in tree.ports]] = np.uint64(2**64 - 1)  # a counter just below zero
+    for tick in range(40):
+        s._sample(tick % s.every == 0)
+    # own int32 arrays, not views that would keep the map's 224-byte entries alive
+    assert all(a.dtype == np.int32 and a.base is None for a in (*s.pkts, *s.bytes))
+    assert s.pkts[0][0] == -1
+    # 96 readings a tick: 11 ticks pass 1,000 (every 1 -> 2), then 1,000 more readings at 96 per 2 ticks ...
+    assert s.every == 4 and len(s.halvings_s) == 2
+    kept = s.describe()
+    assert kept["every_port_hz"] == 500 and kept["readings"] == sum(len(p) for p in s.positions)
+    assert [len(p) for p in s.positions[10:15]] == [96, 32, 96, 32, 96]  # the 11th tick halved: every other tick

@@ -372,6 +372,9 @@ def add_ideal(sub: Any) -> None:
     sp.add_argument("--k", type=args.k_value, default=4, help="fat-tree k (default 4)")
     sp.add_argument("--start-jitter", type=float, default=0.0,
                     help="NIC releases spread uniformly over this many packet times (default 0)")
+    sp.add_argument("--order", default="random", choices=("random", "fixed"),
+                    help="frames reaching a switch at one instant: in a random order (default) or by source host, "
+                         "the same phase every packet time")
     sp.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     args.add_topology(sp)
 
@@ -394,7 +397,7 @@ def cmd_ideal(a: argparse.Namespace) -> int:
     rows = []
     for c in configs:
         for s in seeds:
-            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter)
+            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order)
             row = {"scheme": c.label, "seed": s, "cct_increase": r.cct_increase, "cct_pkts": r.cct_pkts,
                    "bound_pkts": r.bound_pkts, "frames": r.frames, "delivered": r.delivered, "max_queue": r.max_queue}
             rows.append(row)
@@ -403,5 +406,5 @@ def cmd_ideal(a: argparse.Namespace) -> int:
     if not a.json:
         args.console().print(tables.ideal_table(rows, f"ideal fabric: {tree.kind} k={a.k}, {a.workload}"
                                                 f"{' inter-pod' if a.inter_pod else ''} {a.size} B, "
-                                                f"start jitter {a.start_jitter:g} packet times"))
+                                                f"start jitter {a.start_jitter:g} packet times, {a.order} order"))
     return 0

@@ -43,6 +43,7 @@ from .schemes import Scheme, SchemeConfig, SchemeError
 SCHEMES = (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.OFAN, Scheme.POFAN)
 LINK_BUCKET = 2.0  # frames: testbed.fabric.build.DEFAULT_BURST_FRAMES
 NIC_BUCKET = 1.25  # frames: testbed.fabric.build.NIC_BUCKET_FRAMES
+ORDERS = ("random", "fixed")  # of frames reaching one switch at one instant
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,14 @@ def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
 
 def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, pk: Packetizer | None = None,
              link_bucket: float = LINK_BUCKET, nic_bucket: float = NIC_BUCKET,
-             start_jitter: float = 0.0) -> IdealResult:
+             start_jitter: float = 0.0, order: str = "random") -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
-    pointers, the random choices and the order of simultaneous arrivals."""
+    pointers and the random choices. Frames at one switch at one instant are
+    taken in a random order (`order="random"`, drawn from the seed) or by
+    their source host's number (`"fixed"`: the same phase every packet time,
+    as NICs released in lockstep and served in a fixed order are)."""
+    if order not in ORDERS:
+        raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     pk = pk or Packetizer()
     check(config, flows, pk)
     rng = random.Random(seed)
@@ -179,14 +185,14 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         for _ in range(pk.count(f.size_bytes)):
             t, _ = nic.send(release)
             first = min(first, t)
-            events.append((t, rng.random(), edge_of[src], src, dst, f.fid))
+            events.append((t, rng.random() if order == "random" else f.src, edge_of[src], src, dst, f.fid))
             frames += 1
     heapq.heapify(events)
     max_queue = {st.label: 0 for st in Stage}
     last = first
     delivered = 0
     while events:
-        now, _, at, prev, dst, fid = heapq.heappop(events)
+        now, tie, at, prev, dst, fid = heapq.heappop(events)
         if at == dst:
             last = max(last, now)
             delivered += 1
@@ -197,7 +203,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         label = stage_of[link].label
         if q > max_queue[label]:
             max_queue[label] = q
-        heapq.heappush(events, (t, rng.random(), nxt, at, dst, fid))
+        heapq.heappush(events, (t, rng.random() if order == "random" else tie, nxt, at, dst, fid))
     bound = _bound_pkts(flows, pk, link_bucket, nic_bucket)
     return IdealResult(last - first, bound, frames, delivered, max_queue)
 

@@ -12,18 +12,19 @@ kernel, a hop adds no serialisation delay of its own and the CCT bound has no
 per-hop term (testbed.measure.metrics.cct_lower_bound_s). A frame that leaves
 a link is at the next switch at that instant, where the scheme picks its
 egress; frames that reach one switch at the same instant are taken in a
-random order (the kernel's order among simultaneous softirqs is arbitrary
-too). Each NIC's queue is full at the start, as a run's is when the NICs are
+random order, or by source host (`order="fixed"`: the near-fixed order in
+which the kernel serves NICs released in lockstep; it matters to RR). Each NIC's queue is full at the start, as a run's is when the NICs are
 released; `start_jitter` spreads the releases uniformly over that many packet
 times.
 
 Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
 packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
 among ties), Ofan and pOfan (the pointers of models.ofan_port per switch or
-pipe, destination key and size class, started as switches.py starts them),
+pipe, destination key and size class, their start drawn as switches.py
+draws it, from this module's seed),
 with every uplink valid. Workloads: one flow per host (permutation,
-inter-pod permutation, ring, stride). Pure Python, no kernel: k=16 (262,144
-frames) takes about ten seconds.
+inter-pod permutation, ring, stride) in full frames. Pure Python, no kernel:
+k=16 (262,144 frames) takes about 7 s.
 """
 
 from __future__ import annotations

@@ -393,6 +393,7 @@ def cmd_ideal(a: argparse.Namespace) -> int:
     work = {s: make_spec(WorkloadSpec(a.workload, a.size, s, inter_pod=a.inter_pod), tree.n_hosts,
                          tree.hosts_per_pod) for s in seeds}
     for c in configs:  # everything is checked before the first simulation
+        c.validate(tree.switch_ports)
         ideal.check(c, work[seeds[0]], Packetizer())
     rows = []
     for c in configs:

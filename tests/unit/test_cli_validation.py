@@ -59,6 +59,8 @@ BAD = [
     ("ideal", "--workload", "all-to-all"),
     ("ideal", "--start-jitter", "-1"),
     ("ideal", "--k", "5"),
+    ("ideal", "--schemes", "pofan:3"),
+    ("ideal", "--schemes", "pofan:cpu"),
     ("frobnicate",),
 ]
 

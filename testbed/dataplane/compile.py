@@ -115,10 +115,10 @@ class Compiled:
     program cache (program_cache.py): same instructions, new maps, verified
     again by the kernel, no clang. `from_cache` says which happened."""
 
-    def __init__(self, dims: Dims, test_run: bool = False, cache: bool = True) -> None:
+    def __init__(self, dims: Dims, test_run: bool = False) -> None:
         """`test_run=True` builds the variant for BPF_PROG_TEST_RUN: random draws
         come from the packet's mark and priority, and nothing is forwarded.
-        `cache=False` compiles whatever the cache holds (and does not store)."""
+        TESTBED_PROGRAM_CACHE=off compiles every time (program_cache.py)."""
         self.dims = dims
         self._bpf: Any = None
         self.map_fds: dict[str, int] = {}
@@ -126,7 +126,7 @@ class Compiled:
         self.from_cache = False
         text, cflags = source(), dims.cflags(test_run)
         entry = program_cache.key(text, cflags, bcc_version())
-        snap = program_cache.lookup(entry) if cache else None
+        snap = program_cache.lookup(entry)
         if snap is not None:
             try:
                 self.map_fds, self.fds = snap.load()
@@ -134,11 +134,9 @@ class Compiled:
                 return
             except (OSError, ValueError):
                 pass  # an entry this kernel refuses or that does not fit together: compile, and replace it
-        module = self._compile(text, cflags)
-        if cache:
-            taken = program_cache.Snapshot.take(module, ENTRY_POINTS)
-            if taken is not None:
-                program_cache.store(entry, taken)
+        taken = program_cache.Snapshot.take(self._compile(text, cflags), ENTRY_POINTS)
+        if taken is not None:
+            program_cache.store(entry, taken)
 
     def _compile(self, text: str, cflags: list[str]) -> int:
         """clang through bcc; the bcc module's handle."""

@@ -6,7 +6,8 @@ be split into the network's share and the emulator's.
 Time is counted in packet times at the line rate (all frames of the modelled
 workloads are full). Every directed link, the hosts' NICs included, is a
 FIFO token bucket like the fabric's TBFs: rate one frame per packet time, a
-bucket of `link_bucket` frames (`nic_bucket` for the NICs), full at the start,
+bucket of `link_bucket` maximum-size frames (`nic_bucket` for the NICs; about
+2.03 and 1.27 of the workload's 4,154-byte frames), full at the start,
 and a frame leaves as soon as the bucket holds a whole frame. So, as in the
 kernel, a hop adds no serialisation delay of its own and the CCT bound has no
 per-hop term (testbed.measure.metrics.cct_lower_bound_s). A frame that leaves
@@ -42,8 +43,11 @@ from . import models
 from .schemes import Scheme, SchemeConfig, SchemeError
 
 SCHEMES = (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.OFAN, Scheme.POFAN)
-LINK_BUCKET = 2.0  # frames: testbed.fabric.build.DEFAULT_BURST_FRAMES
-NIC_BUCKET = 1.25  # frames: testbed.fabric.build.NIC_BUCKET_FRAMES
+# The fabric's buckets, in maximum-size frames (MTU + Ethernet header), as testbed.fabric.build counts them
+# (DEFAULT_BURST_FRAMES, NIC_BUCKET_FRAMES, DEFAULT_MTU; tests/unit/test_ideal.py keeps these copies equal).
+LINK_BUCKET = 2.0
+NIC_BUCKET = 1.25
+MAX_FRAME_BYTES = 4200 + 14
 ORDERS = ("random", "fixed")  # of frames reaching one switch at one instant
 
 
@@ -111,6 +115,8 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     pk = pk or Packetizer()
     check(config, flows, pk)
+    scale = MAX_FRAME_BYTES / pk.frame_len(pk.payload)  # buckets in the workload's frames
+    link_bucket, nic_bucket = link_bucket * scale, nic_bucket * scale
     rng = random.Random(seed)
     w = tree.w
     n_keys = max(tree.n_edges, tree.k)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import ctypes as ct
+import functools
 import hashlib
 import json
 import os
@@ -131,7 +132,10 @@ class _MapInfo(ct.Structure):  # the head of struct bpf_map_info (uapi/linux/bpf
                 ("name", ct.c_char * 16), ("rest", ct.c_uint8 * 256)]
 
 
+@functools.cache
 def _lib() -> Any:
+    """bcc's library, with the prototypes of the functions this module uses
+    that bcc's Python package does not declare (set once)."""
     from bcc.libbcc import lib
 
     lib.bpf_num_tables.restype = ct.c_size_t

@@ -19,18 +19,24 @@ def run(k: int, scheme: str, flows: list[Flow], seed: int = 1, kind: str = "fatt
     return ideal.simulate(FatTree(k, "t", kind), SchemeConfig(Scheme.parse(scheme)), flows, seed)
 
 
+NIC = ideal.NIC_BUCKET * ideal.MAX_FRAME_BYTES / 4154  # the buckets in 4,154-byte frames: 1.268
+LINK = ideal.LINK_BUCKET * ideal.MAX_FRAME_BYTES / 4154  # 2.029
+
+
 def test_an_idle_path_gives_the_bound() -> None:
-    # 256 frames leave the NIC at 0, 0.75, 1.75, ..., 254.75 (a 1.25-frame bucket) and cross idle hops at once
+    # 256 frames leave the NIC at 0, 1 - (NIC - 1), ..., 256 - NIC (a bucket of NIC frames, full at the start:
+    # 254.73 packet times) and cross idle hops at once
     for scheme in ("ecmp", "ofan", "rps"):
         r = run(4, scheme, [Flow(1, 0, 15, MB)])
         assert r.frames == r.delivered == 256
-        assert r.cct_pkts == pytest.approx(254.75) and r.bound_pkts == pytest.approx(254.75)
+        assert r.cct_pkts == pytest.approx(256 - NIC) and r.bound_pkts == pytest.approx(256 - NIC)
         assert r.cct_increase == pytest.approx(0.0)
 
 
 def test_two_flows_on_one_uplink_take_twice_as_long() -> None:
     # h0 -> h2 and h1 -> h3 (both under e0_0, to e0_1): one agg each, or both on one. Sharing, the uplink gets
-    # two frames per packet time: two leave at 0 (a 2-frame bucket), then one per packet time, the 512th at 510.
+    # two frames per packet time and stays busy: frame j (from 0) leaves once LINK + t - j >= 1, the 512th at
+    # 511 - (LINK - 1), 509.97 packet times (510 with a 2-frame bucket).
     flows = [Flow(1, 0, 2, MB), Flow(2, 1, 3, MB)]
     seen = set()
     for seed in range(1, 30):
@@ -38,10 +44,10 @@ def test_two_flows_on_one_uplink_take_twice_as_long() -> None:
         assert r.delivered == 512
         seen.add(round(r.cct_pkts, 6))
         if r.cct_pkts > 300:
-            assert r.cct_pkts == pytest.approx(510.0) and r.max_queue["edge_agg"] >= 250
+            assert r.cct_pkts == pytest.approx(512 - LINK) and r.max_queue["edge_agg"] >= 250
         else:
-            assert r.cct_pkts == pytest.approx(254.75) and r.max_queue["edge_agg"] == 0
-    assert seen == {254.75, 510.0}  # both happen over these seeds
+            assert r.cct_pkts == pytest.approx(256 - NIC) and r.max_queue["edge_agg"] == 0
+    assert seen == {round(256 - NIC, 6), round(512 - LINK, 6)}  # both happen over these seeds
 
 
 @pytest.mark.parametrize("k", [4, 6, 8])
@@ -105,3 +111,24 @@ def test_round_robin_locks_onto_a_fixed_arrival_phase() -> None:
         assert fixed.max_queue["edge_agg"] == 0  # the edge's two hosts alternate over its two uplinks exactly
     with pytest.raises(SchemeError, match="order"):
         ideal.simulate(tree, SchemeConfig(Scheme.RR), flows, 1, order="sorted")
+
+
+def test_bound_and_buckets_are_the_fabrics_own() -> None:
+    # ideal.py (layer 2) may not import the fabric's or the measurements' layers, so it keeps its own copies:
+    # they must agree with the fabric's buckets and with metrics.cct_lower_bound_s, in packet times.
+    from testbed.fabric.build import DEFAULT_BURST_FRAMES, DEFAULT_MTU, NIC_BUCKET_FRAMES, FabricSpec
+    from testbed.measure.metrics import cct_lower_bound_s
+    from traffic.packet import Packetizer
+
+    assert ideal.LINK_BUCKET == DEFAULT_BURST_FRAMES and ideal.NIC_BUCKET == NIC_BUCKET_FRAMES
+    spec = FabricSpec(k=6)
+    assert spec.mtu == DEFAULT_MTU and spec.burst == round(ideal.LINK_BUCKET * ideal.MAX_FRAME_BYTES)
+    assert spec.nic_burst == round(ideal.NIC_BUCKET * ideal.MAX_FRAME_BYTES)
+    pk, rate = Packetizer(), 100_000_000
+    frame = pk.frame_len(pk.payload)
+    tree = FatTree(6, "t")
+    for size in (MB // 4, MB, 4 * MB):
+        flows = make_spec(WorkloadSpec("ring", size, 1), tree.n_hosts, tree.hosts_per_pod)
+        r = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1)
+        bound_s = cct_lower_bound_s(flows, pk, rate, rate, spec.burst, nic_burst_bytes=spec.nic_burst)
+        assert r.bound_pkts == pytest.approx(bound_s * rate / (8 * frame), abs=1e-3)  # the fabric rounds to bytes

@@ -11,8 +11,9 @@
  * released, so no NIC fills its queue while another has not started. A first
  * packet finds every bucket on its path full and crosses the whole fabric in
  * the sending CPU's softirq, about 25 us at k=4: one starter alone spread
- * the 16 first packets over 0.4 ms, one per CPU halves it. The host NIC (egress TBF) does the pacing: send() blocks
- * while the socket's send buffer is full.
+ * the 16 first packets over 0.4 ms, one per CPU halves it. In paced runs the starters then queue the next
+ * few packets of every source (prefill()), so no NIC waits for its thread to wake up. The host NIC (egress
+ * TBF) does the pacing: send() blocks while the socket's send buffer is full.
  *
  * Packet: UDP payload = BTH (12 bytes: opcode, flags, pkey, dest QP, PSN)
  *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
@@ -27,7 +28,8 @@
  * flow lines, one line "LATENESS ..." and the window trace written to trace=PATH.
  * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
  * sender thread of the G-th source namespace US microseconds after the
- * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet.
+ * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet; "wake:US" makes every
+ * sender thread sleep US microseconds after the release (a slow wake-up, which prefill() covers).
  * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS NOROUTE
  * (NOROUTE is 1 when the source host had no route to the destination, its
  * NIC or its only link being down: such a flow sends nothing).
@@ -91,6 +93,7 @@ struct group {            /* the flows of one source namespace */
     int waiting;
     uint64_t woken_ns;
     int rr;
+    int prefilled, prefill_full; /* paced runs: packets the starter queued after the first (prefill()) */
 };
 
 static struct flow *flows;
@@ -256,22 +259,29 @@ static int open_flow(struct flow *f)
     return 0;
 }
 
-static int send_packet(struct flow *f, uint8_t *buf, uint32_t psn)
+/* One packet; with MSG_DONTWAIT in `flags`, a full send buffer returns -1 with errno EAGAIN and is no error. */
+static int send_packet_flags(struct flow *f, uint8_t *buf, uint32_t psn, int flags)
 {
     uint64_t done = (uint64_t)psn * f->payload;
     uint64_t len = f->size - done < f->payload ? f->size - done : f->payload;
     put_bth(buf, f->fid, psn);
     ssize_t rc;
     do {
-        rc = send(f->sock, buf, BTH_LEN + len + ICRC_LEN, 0);
+        rc = send(f->sock, buf, BTH_LEN + len + ICRC_LEN, flags);
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) {
-        f->errors++;
+        if (!((flags & MSG_DONTWAIT) && (errno == EAGAIN || errno == EWOULDBLOCK)))
+            f->errors++;
         return -1;
     }
     f->packets++;
     f->bytes += (uint64_t)rc;
     return 0;
+}
+
+static int send_packet(struct flow *f, uint8_t *buf, uint32_t psn)
+{
+    return send_packet_flags(f, buf, psn, 0);
 }
 
 /* The first flow of a group that has a route, or NULL. */
@@ -293,6 +303,39 @@ struct starter {
 };
 
 static pthread_barrier_t go;
+
+/* Paced runs: after the first packets, the starter queues the next ones at every NIC of its share, round by
+ * round (one pass over a source's started flows, as its sender thread makes them, per round), without
+ * blocking, until a source has PREFILL_PKTS queued or its socket is full. The NIC sends them on its own
+ * schedule while the released sender threads wake up: without them, every NIC at k=4 and 100 Mbit/s sent
+ * its second frame 2-3.3 packet times after its first (the wake-up of 16 threads took 0.7-1.1 ms), a stall
+ * that made most runs there invalid. */
+#define PREFILL_PKTS 8
+
+static void prefill(struct starter *st)
+{
+    int more = 1;
+    for (int round = 0; more && round < PREFILL_PKTS; round++) {
+        more = 0;
+        for (int g = st->cpu; g < st->n_groups; g += st->n_cpus) {
+            struct group *grp = &st->groups[g];
+            if ((g == fault.group && fault.kind == 'l') || grp->prefilled >= PREFILL_PKTS || grp->prefill_full)
+                continue;
+            for (int i = 0; i < grp->n && !grp->prefill_full; i++) {
+                struct flow *f = grp->flows[i];
+                if ((uint64_t)f->next_psn * f->payload >= f->size || f->noroute || f->sock < 0 || f->start_ns)
+                    continue;
+                if (send_packet_flags(f, st->buf, f->next_psn, MSG_DONTWAIT) < 0) {
+                    grp->prefill_full = 1;
+                    break;
+                }
+                f->next_psn++;
+                grp->prefilled++;
+            }
+            more |= !grp->prefill_full && grp->prefilled < PREFILL_PKTS;
+        }
+    }
+}
 
 static void *start_share(void *arg)
 {
@@ -319,6 +362,8 @@ static void *start_share(void *arg)
             f->next_psn = 1;
         }
     }
+    if (!tcfg.kind)
+        prefill(st);
     return NULL;
 }
 
@@ -634,7 +679,7 @@ static void *run_group(void *arg)
     wait_released();
     int faulty = g->index == fault.group;
     unsigned long sent = 0;
-    if (faulty && fault.kind == 'l')
+    if ((faulty && fault.kind == 'l') || fault.kind == 'w')
         sleep_us(fault.us);
     if (setup_failed || !buf) {
         free(buf);
@@ -680,7 +725,7 @@ static void *run_group(void *arg)
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US] [KEY=VALUE...] "
+        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US | wake:US] [KEY=VALUE...] "
                         "< flows\n");
         return 2;
     }
@@ -689,7 +734,8 @@ int main(int argc, char **argv)
         if (!v) {
             if (!(sscanf(argv[a], "late:%d:%lu", &fault.group, &fault.us) == 2 && (fault.kind = 'l')) &&
                 !(sscanf(argv[a], "stall:%d:%lu:%lu", &fault.group, &fault.after, &fault.us) == 3 &&
-                  (fault.kind = 's'))) {
+                  (fault.kind = 's')) &&
+                !(sscanf(argv[a], "wake:%lu", &fault.us) == 1 && (fault.kind = 'w'))) {
                 fprintf(stderr, "testbed-sender: bad fault %s\n", argv[a]);
                 return 2;
             }

@@ -20,7 +20,7 @@ from ..topology.units import format_rate, parse_rate, parse_size, parse_threshol
 
 AUTO_RATE = 0  # --rate auto (no real rate is 0)
 RATE_HELP = ("line rate of every link, or auto: the largest rate that keeps the hosts within this machine's "
-             "packet budget (100mbit at k=4, 1.5mbit at k=12)")
+             "packet budget (50mbit at k=4, 1.5mbit at k=12)")
 PIPE_HELP = "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan, default 4; must divide k) or 'cpu' for per-CPU pointers"
 
 

@@ -10,7 +10,7 @@ topology and size and stored beside this module (packet_budget.json says
 what each point is). The budget of a fabric is interpolated linearly in its
 number of hosts between measured sizes (held at the nearest beyond them),
 and the auto rate spreads it over the hosts: hosts x rate / frame bits =
-budget, rounded down to two significant digits (k=4: 100 Mbit/s, k=12:
+budget, rounded down to two significant digits (k=4: 50 Mbit/s, k=12:
 1.5 Mbit/s, k=16: 640 kbit/s, leaf-spine k=64: 290 kbit/s).
 """
 

@@ -52,14 +52,14 @@ def cli(*args: str, timeout: float = 300, cwd: object = None) -> subprocess.Comp
 def require_valid(result: dict[str, Any]) -> None:
     """Timing claims are only checked on runs the fidelity verdict trusts, and
     an invalid run fails the test with its reasons (it is never skipped): the
-    timing tests run at a quarter of the machine's packet budget (TIMING_RATE_BPS) and
+    timing tests run at half the machine's packet budget (TIMING_RATE_BPS) and
     retry with the same seed, so a run that is still invalid says something
     about the testbed, not only about a busy machine."""
     f = result["fidelity"]
     assert f["valid"], "invalid run: " + "; ".join(f["reasons"])
 
 
-TIMING_RATE_BPS = 25_000_000  # k=4 at a quarter of the packet budget (README, "Choosing the rate"): a CI machine's bad day stays valid
+TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (README, "Choosing the rate": pacing error < 0.5 %)
 
 
 def capture(ns: str, ifname: str) -> socket.socket:

@@ -163,7 +163,8 @@ def test_result_directory_and_time_series(fab: Fabric, tmp_path: Path) -> None:
 def test_interrupted_run_leaves_an_incomplete_manifest(tmp_path: Path) -> None:
     p, out = "ti", tmp_path / "cut"
     proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size",
-                             "8MB", "--out", str(out), "--prefix", p], stdout=subprocess.DEVNULL,
+                             "8MB", "--rate", str(TIMING_RATE_BPS), "--out", str(out), "--prefix", p],  # 2.7 s
+                            stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30

@@ -17,7 +17,7 @@ def test_auto_rate_gives_the_measured_configurations_their_own_rates_back() -> N
     for kind in ("fattree", "leafspine"):
         for p in budget._measured()["measured"][kind]:
             assert budget.auto_rate_bps(FatTree(p["k"], "tb", kind)) == p["rate_bps"], (kind, p)
-    assert budget.auto_rate_bps(FatTree(4), acks=True) == 50_000_000  # an ACK per packet: twice the packets
+    assert budget.auto_rate_bps(FatTree(4), acks=True) == 25_000_000  # an ACK per packet: twice the packets
 
 
 def test_auto_rate_between_measured_sizes_interpolates_the_budget() -> None:

@@ -162,10 +162,13 @@ def test_result_directory_and_time_series(fab: Fabric, tmp_path: Path) -> None:
 
 def test_interrupted_run_leaves_an_incomplete_manifest(tmp_path: Path) -> None:
     p, out = "ti", tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size",
+    # SIGINT as a terminal delivers it: a suite started in the background by a non-interactive shell passes
+    # SIGINT on ignored, and Python then never raises KeyboardInterrupt (the run would finish and exit 0)
+    ctrl_c = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+              "sys.argv[0] = 'testbed'; runpy.run_module('testbed.cli', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", ctrl_c, "run", "--workload", "permutation", "--size",
                              "8MB", "--rate", str(TIMING_RATE_BPS), "--out", str(out), "--prefix", p],  # 2.7 s
-                            stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 30
         while not (out / "manifest.json").exists() and time.monotonic() < deadline:

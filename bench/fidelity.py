@@ -63,6 +63,20 @@ def one_run(fab: Fabric, p: RunParams) -> dict[str, Any]:
             "edge_agg_max_pkts": r["queues"]["edge_agg"]["max_pkts"], "wall_s": round(time.monotonic() - t0, 1)}
 
 
+def runs_until_invalid(fab: Fabric, what: str, schemes: list[Scheme], seeds: list[int],
+                       size: int) -> list[dict[str, Any]]:
+    """Each scheme's run for each seed, stopping at the first invalid one."""
+    runs: list[dict[str, Any]] = []
+    for scheme in schemes:
+        for seed in seeds:
+            runs.append({"scheme": scheme.label, **one_run(fab, RunParams("permutation", size, 1.0, scheme, seed))})
+            print(f"{what} {scheme.label} seed {seed}: {'valid' if runs[-1]['valid'] else runs[-1]['reasons']}",
+                  file=sys.stderr)
+            if not runs[-1]["valid"]:
+                return runs
+    return runs
+
+
 def envelope(topology: str, k: int, levels: list[int], seeds: list[int], size: int, schemes: list[Scheme],
              headroom: float) -> dict[str, Any]:
     tree = FatTree(k, "bfid", topology)
@@ -70,17 +84,8 @@ def envelope(topology: str, k: int, levels: list[int], seeds: list[int], size: i
     best = None
     for pps in sorted(levels, reverse=True):
         rate = line_rate(tree, pps)
-        runs: list[dict[str, Any]] = []
         with Fabric(FabricSpec(k=k, prefix="bfid", rate_bps=rate, topology=topology)) as fab:
-            for scheme in schemes:
-                for seed in seeds:
-                    runs.append({"scheme": scheme.label, **one_run(fab, RunParams("permutation", size, 1.0, scheme, seed))})
-                    print(f"{topology} k={k} {pps} pkt/s ({rate} bit/s) {scheme.label} seed {seed}: "
-                          f"{'valid' if runs[-1]['valid'] else runs[-1]['reasons']}", file=sys.stderr)
-                    if not runs[-1]["valid"]:
-                        break
-                if not runs[-1]["valid"]:
-                    break
+            runs = runs_until_invalid(fab, f"{topology} k={k} {pps} pkt/s ({rate} bit/s)", schemes, seeds, size)
         ok = len(runs) == len(seeds) * len(schemes) and all(x["valid"] for x in runs)
         cpu = statistics.median(x["cpu_busiest"] for x in runs)
         tried.append({"host_packets_per_s": pps, "rate_bps": rate, "all_valid": ok, "cpu_busiest_median": cpu,

@@ -2,9 +2,9 @@
 spread of the senders' first frames at their edge switches) over many
 default runs, in packet times and microseconds, with the verdicts.
 
-A default run: the fabric's auto rate, a 1 MB Ofan permutation at load 1.0.
+A default run: the fabric's auto rate (or --rate), a 1 MB Ofan permutation at load 1.0.
 
-Usage: sudo .venv/bin/python bench/start_skew.py [--k 4] [--topology fattree] [--seeds 1-20]
+Usage: sudo .venv/bin/python bench/start_skew.py [--k 4] [--topology fattree] [--seeds 1-20] [--rate 100mbit]
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
+from testbed.topology.units import parse_rate
 
 
 def int_list(text: str) -> list[int]:
@@ -32,8 +33,9 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--topology", default="fattree", choices=["fattree", "leafspine"])
     ap.add_argument("--seeds", default="1-20")
+    ap.add_argument("--rate", type=parse_rate, default=0, help="line rate (default: the auto rate)")
     a = ap.parse_args()
-    rate = auto_rate_bps(FatTree(a.k, "bskew", a.topology))
+    rate = a.rate or auto_rate_bps(FatTree(a.k, "bskew", a.topology))
     runs = []
     with Fabric(FabricSpec(k=a.k, prefix="bskew", rate_bps=rate, topology=a.topology)) as fab:
         for seed in int_list(a.seeds):

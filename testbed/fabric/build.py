@@ -34,7 +34,7 @@ from . import capacity, netlink, netns, state
 from .netlink import Netlink, Request
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
-DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 for every scheme (see README, "Choosing the rate")
+DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 under Ofan and ECMP (see README, "Choosing the rate")
 DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14

@@ -27,7 +27,10 @@
  * the work a strictly periodic server of that rate would have left (Lindley:
  * w = max(0, w + frame time - gap)), whose maximum minus one frame time is
  * how far the NIC ran ahead of strict periodicity in any window; the longest
- * gap between data frames (a stall); the number of data frames sent back to
+ * gap between data frames (a stall), and the longest of those that began
+ * with the NIC's queue empty as its frame reached the switch (its sender
+ * had not queued the next frame: a late sender, or a pause the workload
+ * means; the other gaps are the NIC's own); the number of data frames sent back to
  * back (less than half a frame time after the previous one); and the time of
  * the last data frame with the bytes the NIC had sent up to it, ACKs
  * included (how late the NIC finished its own data). A host's
@@ -136,6 +139,9 @@ static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now
         __sync_fetch_and_add(&q->nic_b2b, 1);
     if (last && gap > q->nic_gap_max_ns)
         q->nic_gap_max_ns = gap;
+    if (last && q->nic_dry && gap > q->nic_dry_gap_max_ns)
+        q->nic_dry_gap_max_ns = gap;
+    q->nic_dry = *(volatile __u64 *)&q->pkts == 0;
     q->nic_data_bytes = q->rx_bytes; /* every frame the NIC sent up to this data frame, ACKs included */
     q->nic_last_data_ns = q->last_rx_ns; /* on the same clock as first_rx_ns (queue_sub) */
 }

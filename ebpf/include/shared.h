@@ -123,6 +123,8 @@ struct port_q {
     __u64 nic_data_bytes;   /* bytes the NIC had sent (ACKs included) up to its last data frame */
     __u64 buf_drops;        /* data packets dropped because the port's buffer (run_cfg.buffer_bytes) was full */
     __u64 buf_ack_drops;    /* ACKs dropped so */
+    __u64 nic_dry;          /* host NIC: its queue was empty when its previous data frame reached the switch */
+    __u64 nic_dry_gap_max_ns; /* longest gap between two data frames that began with the NIC's queue empty */
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */

@@ -13,7 +13,9 @@ tolerance, and a reason naming the worst offender when it fails:
 - periodicity: no NIC ran ahead of a strictly periodic source by more than
   NIC_BURST_MAX frames in any window (`nic_burst_pkts`);
 - stalls: no NIC left a gap longer than STALL_MAX_PKTS packet times between
-  two of its data frames (`nic_stall_pkts`);
+  two of its data frames (`nic_stall_pkts`); the longest gap that began with
+  the NIC's queue empty (`nic_dry_pkts`) says whether its sender or the NIC
+  itself was late, in this reason and the timing one;
 - service: every link that carried traffic served at >= 97 % of its rate
   while busy, its starting tokens removed: otherwise the kernel dequeued late;
 - delivery: every data packet sent was received or counted as lost, the
@@ -148,6 +150,7 @@ class Evidence:
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
     nic_stamped: bool = False  # NIC departures from the kernel's hand-over stamps (testbed.fabric.rx_timestamps)
     loop: LoopTiming | None = None  # transport runs: how late the user-space transport acted
+    nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty  # transport runs: how late the user-space transport acted
 
     @property
     def timing_excess_share(self) -> float:
@@ -171,6 +174,7 @@ class Verdict:
     start_skew_pkts: float
     nic_burst_pkts: float
     nic_stall_pkts: float
+    nic_dry_pkts: float
     nic_back_to_back: int
     delivery: dict[str, Any]
     max_giveups: int
@@ -184,6 +188,7 @@ class Verdict:
     saturated_service_by_port: dict[str, float] = field(default_factory=dict)
     nic_burst_by_host: dict[str, float] = field(default_factory=dict)
     nic_stall_by_host: dict[str, float] = field(default_factory=dict)
+    nic_dry_by_host: dict[str, float] = field(default_factory=dict)
     nic_late_by_host: dict[str, float] = field(default_factory=dict)
     transport: dict[str, Any] | None = None  # transport runs: LoopTiming
 
@@ -196,6 +201,21 @@ def _worst(values: Mapping[str, float], key: Callable[[float], float] = lambda v
         return "", 0.0
     name = max(values, key=lambda n: key(values[n]))
     return name, values[name]
+
+
+def _gap_cause(e: Evidence, host: str) -> str:
+    """Who a NIC's longest gap is on: its sender, when the NIC's queue was empty as the gap began; else the
+    NIC itself, whose timer or CPU was late with frames waiting."""
+    if host not in e.nic_dry_pkts:
+        return "its queue was not observed"
+    if e.nic_dry_pkts[host] >= e.nic_stall_pkts.get(host, 0.0):
+        return "its queue was empty: its sender was late"
+    return "with frames waiting: its timer or its CPU was late"
+
+
+def _longest_gap(e: Evidence, host: str) -> str:
+    gap = e.nic_stall_pkts.get(host, 0.0)
+    return f", its longest gap {gap:.1f} packet times beyond one ({_gap_cause(e, host)})" if host in e.nic_stall_pkts else ""
 
 
 def _reasons(e: Evidence) -> list[str]:
@@ -212,14 +232,16 @@ def _reasons(e: Evidence) -> list[str]:
     if paced and share > TIMING_EXCESS_MAX and pkts > TIMING_EXCESS_FLOOR_PKTS:
         host, late = _worst(e.nic_late_pkts)
         out.append(f"start offsets and late NICs can have added {100 * share:.1f} % to the CCT ({pkts:.1f} packet "
-                   f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times")
+                   f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times"
+                   f"{_longest_gap(e, host)}")
     host, burst = _worst(e.nic_burst_pkts)
     if burst > NIC_BURST_MAX_PKTS:
         out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
                    f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)")
     host, stall = _worst(e.nic_stall_pkts)
     if paced and stall > STALL_MAX_PKTS:
-        out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g})")
+        out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g}; "
+                   f"{_gap_cause(e, host)})")
     port, service = _worst(e.service, lambda v: -v)
     if e.service and service < SERVICE_MIN:
         out.append(f"busy link {port} served at {100 * service:.1f} % of its rate (minimum "
@@ -286,10 +308,12 @@ def verdict(e: Evidence) -> Verdict:
         start_skew_pkts=e.start_skew_s / e.packet_time_s if e.packet_time_s > 0 else 0.0,
         nic_burst_pkts=max(e.nic_burst_pkts.values(), default=0.0),
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
+        nic_dry_pkts=max(e.nic_dry_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
         delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted}, max_giveups=e.max_giveups,
         cpu_awake=e.cpu_awake, nic_stamped=e.nic_stamped, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
         timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
         nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
+        nic_dry_by_host=dict(e.nic_dry_pkts),
         nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None)

@@ -43,6 +43,7 @@ class PortSample:
     nic_data_bytes: int = 0  # the bytes the NIC had sent up to it, ACKs included
     buf_drops: int = 0  # data packets dropped because the port's finite buffer was full
     buf_ack_drops: int = 0  # ACKs dropped so
+    nic_dry_gap_max_ns: int = 0  # host NIC queues: longest gap between data frames that began with the queue empty
 
     def nic_span(self) -> tuple[int, int]:
         """A NIC's own sending: from its first frame to its last data frame, and the bytes it sent in between
@@ -310,18 +311,28 @@ def packet_time_ns(pk: Packetizer, host_rate_bps: int) -> float:
     return pk.frame_len(pk.payload) * 8e9 / host_rate_bps
 
 
+@dataclass(frozen=True)
+class NicTiming:
+    """Per sending host, in full data frames at the paced rate."""
+
+    burst: dict[str, float]  # how far its NIC ran ahead of a strictly periodic source in its worst window
+    stall: dict[str, float]  # its longest gap between two data frames, minus one packet time
+    dry: dict[str, float]  # the longest of those gaps that began with its queue empty (its sender was late)
+    back_to_back: dict[str, int]  # its data frames sent less than half a packet time apart
+
+
 def nic_periodicity(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
-                    host_rate_bps: int) -> tuple[dict[str, float], dict[str, float], dict[str, int]]:
-    """Per sending host, in full data frames at the paced rate: how far its NIC
-    ran ahead of a strictly periodic source in its worst window (the kernel's
-    periodic-server work maximum minus one frame), its longest gap between two
-    data frames minus one packet time (a stall), and its frames sent back to back."""
+                    host_rate_bps: int) -> NicTiming:
+    """The sending NICs' timing (NicTiming) from the kernel's per-NIC
+    records: the burst is the periodic-server work maximum minus one frame
+    (ebpf/include/queue.h, queue_nic_depart)."""
     t = packet_time_ns(pk, host_rate_bps)
-    burst, stall, b2b = {}, {}, {}
+    out = NicTiming({}, {}, {}, {})
     for name, s in _source_ports(tree, flows, ports).items():
         if s.rx_pkts < 2:
             continue
-        burst[name] = max(0.0, (s.nic_work_max_ns - t) / t)
-        stall[name] = max(0.0, (s.nic_gap_max_ns - t) / t)
-        b2b[name] = s.nic_b2b
-    return burst, stall, b2b
+        out.burst[name] = max(0.0, (s.nic_work_max_ns - t) / t)
+        out.stall[name] = max(0.0, (s.nic_gap_max_ns - t) / t)
+        out.dry[name] = max(0.0, (s.nic_dry_gap_max_ns - t) / t)
+        out.back_to_back[name] = s.nic_b2b
+    return out

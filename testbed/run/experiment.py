@@ -256,7 +256,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     acks_received = sum(int(a.acks) for a in acks.values())
     pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk))
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
-    burst, stall, b2b = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
+    nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
     incomplete = sum(1 for f in flows if not sent.flows[f.fid].noroute
@@ -270,9 +270,10 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     verdict = fidelity.verdict(fidelity.Evidence(
-        pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, burst, stall, b2b, delivery,
+        pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
+        nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop))
+        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop, nic.dry))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9

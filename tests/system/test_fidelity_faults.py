@@ -66,6 +66,8 @@ def test_stalled_sender(fab: Fabric) -> None:
     f = _run(fab, f"stall:0:50:{int(30 * PACKET_US)}")
     _rejected(f, "stalled for")
     assert f["nic_stall_pkts"] >= 15  # the NIC queue (about ten frames) covers part of the stall
+    assert "its queue was empty: its sender was late" in " ".join(f["reasons"])
+    assert f["nic_dry_pkts"] == pytest.approx(f["nic_stall_pkts"])  # the kernel saw the queue run dry first
 
 
 def test_slow_wake_up_is_covered_by_the_starters(fab: Fabric) -> None:

@@ -60,6 +60,20 @@ FAULTS = {
 }
 
 
+@pytest.mark.parametrize(("dry", "cause"), [(4.1, "its queue was empty: its sender was late"),
+                                            (0.3, "with frames waiting: its timer or its CPU was late")])
+def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
+    """A gap that began with the NIC's queue empty is its sender's; with frames waiting, the NIC's own."""
+    stall = {"h0": 0.5, "h1": fidelity.STALL_MAX_PKTS + 0.1}
+    v = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts=stall, nic_dry_pkts={"h0": 0.0, "h1": dry}))
+    assert v.reasons == [f"NIC of h1 stalled for 4.1 packet times (maximum 4; {cause})"]
+    assert v.nic_dry_pkts == dry and v.nic_dry_by_host["h1"] == dry
+    late = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts={"h1": 1.2}, nic_dry_pkts={"h1": 1.2},
+                                                timing_excess_pkts=1.6, nic_late_pkts={"h1": 1.3}))
+    assert late.reasons[0].endswith("latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
+                                    "(its queue was empty: its sender was late)")
+
+
 def test_timing_excess_within_its_floor_on_short_runs() -> None:
     """On a 16-packet flow 0.5 % is a twelfth of a packet time: up to 1.5 packet times pass."""
     v = fidelity.verdict(dataclasses.replace(clean(), timing_excess_pkts=1.5, bound_pkts=14.75))

@@ -6,6 +6,8 @@ the three entry points and pins every map under /sys/fs/bpf/{prefix}-maps.
 Writing the maps is testbed.dataplane.switches' job; map access itself
 (structs, handles, test runs) is testbed.dataplane.maps'.
 
+`TimerProbe` compiles ebpf/timers.c, the run's probe of the qdisc timers.
+
 This is the only module that imports bcc's compiler.
 """
 
@@ -177,6 +179,75 @@ class Compiled:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+QDISC_WATCHDOG_SYMBOL = "qdisc_watchdog"
+
+
+class TimerProbe:
+    """ebpf/timers.c loaded as a tracepoint program (`prog_fd`), with
+    `map_fd` of its per-CPU array timer_late; `attach()` hooks it to
+    timer:hrtimer_expire_entry until `close()`. From the program cache when
+    compiled before (the watchdog's address, which changes with every boot,
+    is one of its flags). OSError when the kernel has no qdisc_watchdog
+    symbol or refuses the program; `close()` is idempotent."""
+
+    def __init__(self) -> None:
+        self._bpf: Any = None
+        self._perf_fd = -1
+        address = kernel_symbol(QDISC_WATCHDOG_SYMBOL)
+        text = (EBPF_DIR / "timers.c").read_text()
+        cflags = [f"-DQDISC_WATCHDOG={address:#x}ULL"]
+        entry = program_cache.key(text, cflags, bcc_version())
+        snap = program_cache.lookup(entry)
+        if snap is not None:
+            try:
+                maps, progs = snap.load(program_cache.TRACEPOINT)
+                self.map_fd, self.prog_fd = maps["timer_late"], progs["watchdog_expiry"]
+                return
+            except (OSError, ValueError, KeyError):
+                pass
+        from bcc import BPF
+
+        self._bpf = BPF(text=text.encode(), cflags=cflags)
+        self.prog_fd = self._bpf.load_func(b"watchdog_expiry", BPF.TRACEPOINT).fd
+        self.map_fd = program_cache.module_maps(self._bpf.module)["timer_late"]
+        taken = program_cache.Snapshot.take(int(self._bpf.module), ("watchdog_expiry",))
+        if taken is not None:
+            program_cache.store(entry, taken)
+
+    def attach(self) -> None:
+        """To timer:hrtimer_expire_entry, until close(); OSError if the kernel refuses."""
+        from bcc.libbcc import lib
+
+        fd = lib.bpf_attach_tracepoint(self.prog_fd, b"timer", b"hrtimer_expire_entry")
+        if fd < 0:
+            raise OSError(ct.get_errno(), "attaching to timer:hrtimer_expire_entry")
+        self._perf_fd = fd
+
+    def close(self) -> None:
+        if self._perf_fd >= 0:
+            from bcc.libbcc import lib
+
+            lib.bpf_close_perf_event_fd(self._perf_fd)
+            self._perf_fd = -1
+        if self._bpf is not None:
+            self._bpf.cleanup()
+            self._bpf = None
+        elif self.prog_fd >= 0:
+            os.close(self.prog_fd)
+            os.close(self.map_fd)
+        self.prog_fd = self.map_fd = -1
+
+
+def kernel_symbol(name: str) -> int:
+    """A kernel function's address (/proc/kallsyms, readable with its addresses by root); OSError if absent."""
+    with open("/proc/kallsyms") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3 and parts[2] == name and int(parts[0], 16):
+                return int(parts[0], 16)
+    raise OSError(f"kernel symbol {name} not found (or its address hidden)")
 
 
 class CompileThread(threading.Thread):

@@ -40,6 +40,7 @@ PSEUDO_MAP_FD = 1
 PSEUDO_MAP_VALUE = 2
 INSN = struct.Struct("<BBhi")  # code, dst:4 src:4, off, imm
 SCHED_CLS = 3
+TRACEPOINT = 5
 
 
 def cache_dir() -> Path | None:
@@ -194,8 +195,8 @@ class Snapshot:
             programs.append(spec)
         return cls(lib.bpf_module_license(module).decode(), tuple(maps), tuple(programs))
 
-    def load(self) -> tuple[dict[str, int], dict[str, int]]:
-        """Create the maps and load the entry points: (map fds, program fds).
+    def load(self, prog_type: int = SCHED_CLS) -> tuple[dict[str, int], dict[str, int]]:
+        """Create the maps and load the entry points as programs of `prog_type`: (map fds, program fds).
         On failure every fd made is closed and OSError (the kernel refused) or
         ValueError (the entry does not fit together) raised."""
         lib = _lib()
@@ -211,7 +212,7 @@ class Snapshot:
             for p in self.programs:
                 insns = link_maps(p, map_fds)
                 buf = ct.create_string_buffer(insns, len(insns))
-                fd = lib.bcc_prog_load(SCHED_CLS, p.name.encode()[:15], buf, len(insns), self.license.encode(), 0,
+                fd = lib.bcc_prog_load(prog_type, p.name.encode()[:15], buf, len(insns), self.license.encode(), 0,
                                        0, None, 0)
                 if fd < 0:
                     raise OSError(ct.get_errno(), f"loading program {p.name}")

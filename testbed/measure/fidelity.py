@@ -46,6 +46,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..fabric.qdisc_timers import TimerLateness
 from .transport import LoopTiming
 
 PACING_TOLERANCE = 0.02
@@ -57,6 +58,7 @@ CPU_BUSIEST_MAX = 0.98
 STEAL_MAX = 0.05
 TIMING_EXCESS_MAX = 0.005  # share of the CCT bound
 TIMING_EXCESS_FLOOR_PKTS = START_SKEW_MAX_PKTS + 0.5
+TIMER_LATE_NOTE_S = 200e-6  # a stall's reason names the timers' lateness from here (they fire ~10 us late)
 # The transport's lateness, as a share of the emulated base RTT (every window's round trip is that much
 # longer than the model's), with a floor in packet times for runs with little or no base RTT: median (a
 # systematic lateness slows every window-limited flow by its share), 99th percentile, worst.
@@ -150,7 +152,8 @@ class Evidence:
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
     nic_stamped: bool = False  # NIC departures from the kernel's hand-over stamps (testbed.fabric.rx_timestamps)
     loop: LoopTiming | None = None  # transport runs: how late the user-space transport acted
-    nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty  # transport runs: how late the user-space transport acted
+    nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty
+    timers: TimerLateness | None = None  # the qdisc timers' lateness (testbed.fabric.qdisc_timers); None: not observed
 
     @property
     def timing_excess_share(self) -> float:
@@ -191,6 +194,7 @@ class Verdict:
     nic_dry_by_host: dict[str, float] = field(default_factory=dict)
     nic_late_by_host: dict[str, float] = field(default_factory=dict)
     transport: dict[str, Any] | None = None  # transport runs: LoopTiming
+    timers: dict[str, Any] | None = None  # TimerLateness; None: not observed
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,6 +214,9 @@ def _gap_cause(e: Evidence, host: str) -> str:
         return "its queue was not observed"
     if e.nic_dry_pkts[host] >= e.nic_stall_pkts.get(host, 0.0):
         return "its queue was empty: its sender was late"
+    if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S:
+        return (f"with frames waiting: qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late on CPU "
+                f"{e.timers.max_cpu}, which took no interrupt that long")
     return "with frames waiting: its timer or its CPU was late"
 
 
@@ -316,4 +323,5 @@ def verdict(e: Evidence) -> Verdict:
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
         nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
         nic_dry_by_host=dict(e.nic_dry_pkts),
-        nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None)
+        nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
+        timers=asdict(e.timers) if e.timers is not None else None)

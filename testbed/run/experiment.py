@@ -33,7 +33,7 @@ from ..dataplane import control, sampled, switches
 from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
                               RunCfg, pin_dir)
 from ..dataplane.schemes import SchemeConfig
-from ..fabric import cpu_latency, links, netns, rx_timestamps, state
+from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
@@ -146,11 +146,11 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None,
             "sampled_schemes": lb_settings.describe()})
     try:
-        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, \
+        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, qdisc_timers.watch() as timers, \
                 tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
             return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
                             list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
-                            Path(trace_dir) / "windows.bin")
+                            Path(trace_dir) / "windows.bin", timers)
     except KeyboardInterrupt:
         if run_dir is not None:
             run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
@@ -191,7 +191,8 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
              bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
-             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path) -> Result:
+             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path,
+             timers: qdisc_timers.Watch | None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
     bound, bound_ff = bounds
@@ -205,6 +206,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     collector.reset_ports(maps, tree)
     collector.reset_host_counters(maps, tree)
     cpu0 = fidelity.CpuTimes.now()
+    if timers is not None:
+        timers.zero()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
@@ -215,6 +218,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     finally:
         sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
+    timer_lateness = timers.read() if timers is not None else None
     cpu_busy, cpu_steal, cpu_busiest = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0)
 
     ports = collector.read_ports(maps, tree)
@@ -273,7 +277,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
         nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop, nic.dry))
+        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop, nic.dry, timer_lateness))
     util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9

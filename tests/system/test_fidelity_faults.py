@@ -48,6 +48,8 @@ def test_clean_run_is_valid(fab: Fabric) -> None:
     f = next((f for seed in (1, 2, 3) if (f := _run(fab, seed=seed))["valid"]), None)
     assert f is not None, "no valid clean run in three tries"
     assert f["start_skew_pkts"] < 1 and f["nic_back_to_back"] == 0 and f["delivery"]["unaccounted"] == 0
+    t = f["timers"]  # the probe of the qdisc timers saw the NICs wait for tokens: about a timer per frame
+    assert t is not None and t["fired"] >= 16 * 128 and 0 < t["mean_s"] <= t["max_s"], t
 
 
 def test_late_sender(fab: Fabric) -> None:

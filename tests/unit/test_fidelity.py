@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from testbed.fabric.qdisc_timers import TimerLateness
 from testbed.measure import fidelity
 from testbed.measure.fidelity import Delivery, Evidence
 
@@ -72,6 +73,20 @@ def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
                                                 timing_excess_pkts=1.6, nic_late_pkts={"h1": 1.3}))
     assert late.reasons[0].endswith("latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
                                     "(its queue was empty: its sender was late)")
+
+
+def test_a_stall_with_late_timers_names_them() -> None:
+    """Timers fired milliseconds late: the CPU took no interrupt, and the stall's reason says so."""
+    timers = TimerLateness.of([[3000, 2000], [30_000_000, 900_000_000], [40_000, 7_000_000], [0, 9]])
+    assert (timers.fired, timers.max_cpu, timers.over_100us) == (5000, 1, 9)
+    assert timers.max_s == pytest.approx(7e-3) and timers.mean_s == pytest.approx(0.93 / 5000)
+    e = dataclasses.replace(clean(), nic_stall_pkts={"h1": 21.0}, nic_dry_pkts={"h1": 0.2}, timers=timers)
+    v = fidelity.verdict(e)
+    assert v.reasons == ["NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting: qdisc timers "
+                         "fired up to 7.0 ms late on CPU 1, which took no interrupt that long)"]
+    assert v.timers is not None and v.timers["over_100us"] == 9
+    on_time = dataclasses.replace(timers, max_s=fidelity.TIMER_LATE_NOTE_S / 2)
+    assert "its timer or its CPU was late" in fidelity.verdict(dataclasses.replace(e, timers=on_time)).reasons[0]
 
 
 def test_timing_excess_within_its_floor_on_short_runs() -> None:

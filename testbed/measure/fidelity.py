@@ -25,6 +25,9 @@ tolerance, and a reason naming the worst offender when it fails:
 - CPU: no CPU saturated (busiest CPU < 98 % busy) and the hypervisor took
   less than 5 % of the CPU time (steal): a stolen CPU fires timers late;
 - exact maxima: no queue-maximum update gave up (else the maxima may be low).
+- qdisc timers (reported, not judged): how late the kernel fired the TBFs'
+  watchdog timers (`timers`, testbed.fabric.qdisc_timers); a stall's reason
+  names them when they were 0.2 ms late or more (the CPU took no interrupt).
 - transport (--cc runs): the user-space transport acted on ACKs, and sent
   what an ACK let it send, late by at most 0.25 % of the emulated base RTT
   at the median, 1 % at the 99th percentile and 5 % at worst (floors 0.25,

@@ -218,14 +218,15 @@ def _gap_cause(e: Evidence, host: str) -> str:
     if e.nic_dry_pkts[host] >= e.nic_stall_pkts.get(host, 0.0):
         return "its queue was empty: its sender was late"
     if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S:
-        return (f"with frames waiting: qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late on CPU "
-                f"{e.timers.max_cpu}, which took no interrupt that long")
+        return (f"with frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
+                f"on CPU {e.timers.max_cpu}, which took no interrupt that long")
     return "with frames waiting: its timer or its CPU was late"
 
 
 def _longest_gap(e: Evidence, host: str) -> str:
-    gap = e.nic_stall_pkts.get(host, 0.0)
-    return f", its longest gap {gap:.1f} packet times beyond one ({_gap_cause(e, host)})" if host in e.nic_stall_pkts else ""
+    if host not in e.nic_stall_pkts:
+        return ""
+    return f", its longest gap {e.nic_stall_pkts[host]:.1f} packet times beyond one ({_gap_cause(e, host)})"
 
 
 def _reasons(e: Evidence) -> list[str]:

@@ -82,8 +82,8 @@ def test_a_stall_with_late_timers_names_them() -> None:
     assert timers.max_s == pytest.approx(7e-3) and timers.mean_s == pytest.approx(0.93 / 5000)
     e = dataclasses.replace(clean(), nic_stall_pkts={"h1": 21.0}, nic_dry_pkts={"h1": 0.2}, timers=timers)
     v = fidelity.verdict(e)
-    assert v.reasons == ["NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting; the run's qdisc "
-                         "timers fired up to 7.0 ms late on CPU 1, which took no interrupt that long)"]
+    assert v.reasons == [("NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting; the run's qdisc "
+                          "timers fired up to 7.0 ms late on CPU 1, which took no interrupt that long)")]
     assert v.timers is not None and v.timers["over_100us"] == 9
     on_time = dataclasses.replace(timers, max_s=fidelity.TIMER_LATE_NOTE_S / 2)
     assert "its timer or its CPU was late" in fidelity.verdict(dataclasses.replace(e, timers=on_time)).reasons[0]

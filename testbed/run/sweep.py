@@ -226,6 +226,8 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     for name in FIDELITY_FIELDS:
         row[f"fidelity_{name}"] = f[name]
     row["fidelity_reasons"] = "; ".join(f["reasons"])
+    timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers: NaN in the table
+    row["fidelity_timer_late_max_s"] = float(timers.get("max_s", float("nan")))
     for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0

@@ -29,6 +29,7 @@ from typing import Any
 
 from bcc import BPF  # type: ignore[import-untyped]
 
+from testbed.dataplane.compile import QDISC_WATCHDOG_SYMBOL, kernel_symbol
 from testbed.dataplane.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
@@ -83,13 +84,8 @@ class Ev(ctypes.Structure):
                 ("kind", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
 
 
-def watchdog_address() -> int:
-    with open("/proc/kallsyms") as f:
-        return next(int(line.split()[0], 16) for line in f if line.split()[2] == "qdisc_watchdog")
-
-
 def trace_run(fab: Fabric, p: RunParams) -> tuple[dict[str, Any], list[tuple[int, int, int, int, int]]]:
-    b = BPF(text=PROG.replace("WDFN", f"{watchdog_address()}ULL"))
+    b = BPF(text=PROG.replace("WDFN", f"{kernel_symbol(QDISC_WATCHDOG_SYMBOL)}ULL"))
     events: list[tuple[int, int, int, int, int]] = []
 
     def keep(ctx: Any, data: Any, size: int) -> None:

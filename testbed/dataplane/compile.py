@@ -127,18 +127,12 @@ class Compiled:
         self.fds: dict[str, int] = {}
         self.from_cache = False
         text, cflags = source(), dims.cflags(test_run)
-        entry = program_cache.key(text, cflags, bcc_version())
-        snap = program_cache.lookup(entry)
-        if snap is not None:
-            try:
-                self.map_fds, self.fds = snap.load()
-                self.from_cache = True
-                return
-            except (OSError, ValueError):
-                pass  # an entry this kernel refuses or that does not fit together: compile, and replace it
-        taken = program_cache.Snapshot.take(self._compile(text, cflags), ENTRY_POINTS)
-        if taken is not None:
-            program_cache.store(entry, taken)
+        entry, cached = program_cache.load(text, cflags, bcc_version())
+        if cached is not None:
+            self.map_fds, self.fds = cached
+            self.from_cache = True
+            return
+        program_cache.remember(entry, self._compile(text, cflags), ENTRY_POINTS)
 
     def _compile(self, text: str, cflags: list[str]) -> int:
         """clang through bcc; the bcc module's handle."""
@@ -198,23 +192,16 @@ class TimerProbe:
         address = kernel_symbol(QDISC_WATCHDOG_SYMBOL)
         text = (EBPF_DIR / "timers.c").read_text()
         cflags = [f"-DQDISC_WATCHDOG={address:#x}ULL"]
-        entry = program_cache.key(text, cflags, bcc_version())
-        snap = program_cache.lookup(entry)
-        if snap is not None:
-            try:
-                maps, progs = snap.load(program_cache.TRACEPOINT)
-                self.map_fd, self.prog_fd = maps["timer_late"], progs["watchdog_expiry"]
-                return
-            except (OSError, ValueError, KeyError):
-                pass
+        entry, cached = program_cache.load(text, cflags, bcc_version(), program_cache.TRACEPOINT)
+        if cached is not None:
+            self.map_fd, self.prog_fd = cached[0]["timer_late"], cached[1]["watchdog_expiry"]
+            return
         from bcc import BPF
 
         self._bpf = BPF(text=text.encode(), cflags=cflags)
         self.prog_fd = self._bpf.load_func(b"watchdog_expiry", BPF.TRACEPOINT).fd
         self.map_fd = program_cache.module_maps(self._bpf.module)["timer_late"]
-        taken = program_cache.Snapshot.take(int(self._bpf.module), ("watchdog_expiry",))
-        if taken is not None:
-            program_cache.store(entry, taken)
+        program_cache.remember(entry, int(self._bpf.module), ("watchdog_expiry",))
 
     def attach(self) -> None:
         """To timer:hrtimer_expire_entry, until close(); OSError if the kernel refuses."""

@@ -266,3 +266,25 @@ def store(entry: str, snap: Snapshot) -> None:
         entries = sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
         for old in entries[MAX_ENTRIES:]:
             old.unlink(missing_ok=True)
+
+
+def load(text: str, cflags: list[str], bcc_version: str | None,
+         prog_type: int = SCHED_CLS) -> tuple[str, tuple[dict[str, int], dict[str, int]] | None]:
+    """This source's entry key, and its (map fds, program fds) loaded from the
+    cache; None on a miss, or for an entry this kernel refuses or that does
+    not fit together (the caller then compiles and `remember`s)."""
+    entry = key(text, cflags, bcc_version)
+    snap = lookup(entry)
+    if snap is not None:
+        try:
+            return entry, snap.load(prog_type)
+        except (OSError, ValueError):
+            pass
+    return entry, None
+
+
+def remember(entry: str, module: int, entry_points: tuple[str, ...]) -> None:
+    """Store a bcc module just compiled under `entry`, when it can be cached."""
+    taken = Snapshot.take(module, entry_points)
+    if taken is not None:
+        store(entry, taken)

@@ -29,7 +29,6 @@ from ..dataplane.maps import PercpuU64Map
 
 TRACEFS = "/sys/kernel/tracing"
 TL_FIRED, TL_SUM_NS, TL_MAX_NS, TL_OVER = range(4)  # ebpf/timers.c's keys
-OVER_S = 100e-6  # ebpf/timers.c's TL_OVER_NS
 
 
 @dataclass(frozen=True)
@@ -52,7 +51,7 @@ class TimerLateness:
 
 
 class Watch:
-    """An attached probe: `read()` what it counted so far."""
+    """An attached probe: `zero()` its counts, `read()` what it counted since."""
 
     def __init__(self, probe: TimerProbe) -> None:
         self._map = PercpuU64Map(os.dup(probe.map_fd))
@@ -75,28 +74,25 @@ def ensure_tracefs() -> None:
 
 @contextmanager
 def watch() -> Iterator[Watch | None]:
-    """The probe attached, its counts zeroed, while inside; None where it
-    cannot be (no tracefs, no symbol, a kernel that refuses it): the run goes
-    on without it, and its verdict says the timers were not observed."""
+    """The probe attached while inside (a new map: its counts start at zero);
+    None where it cannot be (no tracefs, no symbol, no clang, a kernel that
+    refuses it): the run goes on without it, and its verdict says the timers
+    were not observed."""
     try:
         ensure_tracefs()
         probe = TimerProbe()
     except Exception:  # noqa: BLE001 - bcc raises a bare Exception when clang fails; the run goes on without
         yield None
         return
-    w = None
     try:
-        w = Watch(probe)
-        w.zero()
         probe.attach()
+        w = Watch(probe)
     except OSError:
-        if w is not None:
-            w.close()
         probe.close()
         yield None
         return
     try:
         yield w
     finally:
-        probe.close()
         w.close()
+        probe.close()

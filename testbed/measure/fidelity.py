@@ -198,6 +198,8 @@ class Verdict:
     nic_late_by_host: dict[str, float] = field(default_factory=dict)
     transport: dict[str, Any] | None = None  # transport runs: LoopTiming
     timers: dict[str, Any] | None = None  # TimerLateness; None: not observed
+    latest_nic: str = ""  # the NIC latest at its end (nic_late_by_host)
+    latest_nic_gap_cause: str = ""  # whose its longest gap was (gap_cause: sender, cpu, nic)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -210,17 +212,29 @@ def _worst(values: Mapping[str, float], key: Callable[[float], float] = lambda v
     return name, values[name]
 
 
-def _gap_cause(e: Evidence, host: str) -> str:
-    """Who a NIC's longest gap is on: its sender, when the NIC's queue was empty as the gap began; else the
-    NIC itself, whose timer or CPU was late with frames waiting."""
+GAP_CAUSES = ("sender", "cpu", "nic")  # whose a NIC's longest gap was: see gap_cause
+
+
+def gap_cause(e: Evidence, host: str) -> str:
+    """Whose a NIC's longest gap was: "sender" when the NIC's queue was empty as the gap began; else the NIC's
+    own, with frames waiting: "cpu" when the run's qdisc timers fired TIMER_LATE_NOTE_S late or more (a CPU
+    took no interrupt that long), "nic" when they were on time; "" when the NIC's queue was not observed."""
     if host not in e.nic_dry_pkts:
-        return "its queue was not observed"
+        return ""
     if e.nic_dry_pkts[host] >= e.nic_stall_pkts.get(host, 0.0):
+        return "sender"
+    return "cpu" if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S else "nic"
+
+
+def _gap_cause(e: Evidence, host: str) -> str:
+    cause = gap_cause(e, host)
+    if cause == "sender":
         return "its queue was empty: its sender was late"
-    if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S:
+    if cause == "cpu":
+        assert e.timers is not None
         return (f"with frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
                 f"on CPU {e.timers.max_cpu}, which took no interrupt that long")
-    return "with frames waiting: its timer or its CPU was late"
+    return "with frames waiting: its timer or its CPU was late" if cause == "nic" else "its queue was not observed"
 
 
 def _longest_gap(e: Evidence, host: str) -> str:
@@ -310,6 +324,7 @@ TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_ske
 
 def verdict(e: Evidence) -> Verdict:
     reasons = _reasons(e)
+    latest, _ = _worst(e.nic_late_pkts)
     return Verdict(
         valid=not reasons, reasons=reasons, pacing_error_max=max((abs(v) for v in e.pacing.values()), default=0.0),
         pacing_error_mean=sum(e.pacing.values()) / len(e.pacing) if e.pacing else 0.0,
@@ -328,4 +343,5 @@ def verdict(e: Evidence) -> Verdict:
         nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
         nic_dry_by_host=dict(e.nic_dry_pkts),
         nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
-        timers=asdict(e.timers) if e.timers is not None else None)
+        timers=asdict(e.timers) if e.timers is not None else None, latest_nic=latest,
+        latest_nic_gap_cause=gap_cause(e, latest) if latest else "")

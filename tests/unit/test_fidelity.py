@@ -69,6 +69,7 @@ def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
     v = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts=stall, nic_dry_pkts={"h0": 0.0, "h1": dry}))
     assert v.reasons == [f"NIC of h1 stalled for 4.1 packet times (maximum 4; {cause})"]
     assert v.nic_dry_pkts == dry and v.nic_dry_by_host["h1"] == dry
+    assert v.latest_nic == "h1" and v.latest_nic_gap_cause == ("sender" if dry > 4 else "nic")  # h1 latest in clean()
     late = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts={"h1": 1.2}, nic_dry_pkts={"h1": 1.2},
                                                 timing_excess_pkts=1.6, nic_late_pkts={"h1": 1.3}))
     assert late.reasons[0].endswith("latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
@@ -85,6 +86,7 @@ def test_a_stall_with_late_timers_names_them() -> None:
     assert v.reasons == [("NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting; the run's qdisc "
                           "timers fired up to 7.0 ms late on CPU 1, which took no interrupt that long)")]
     assert v.timers is not None and v.timers["over_100us"] == 9
+    assert v.latest_nic_gap_cause == "cpu"
     on_time = dataclasses.replace(timers, max_s=fidelity.TIMER_LATE_NOTE_S / 2)
     assert "its timer or its CPU was late" in fidelity.verdict(dataclasses.replace(e, timers=on_time)).reasons[0]
 

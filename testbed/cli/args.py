@@ -16,6 +16,7 @@ from ..fabric.budget import auto_rate_bps
 from ..fabric.build import FabricError
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
+from ..topology.timebase import PAPER_LINK_DELAY_PKTS, Propagation, parse_propagation
 from ..topology.units import format_rate, parse_rate, parse_size, parse_threshold
 
 AUTO_RATE = 0  # --rate auto (no real rate is 0)
@@ -154,6 +155,21 @@ def positive_int(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text}")
     return v
+
+
+def propagation(text: str) -> Propagation:
+    try:
+        return parse_propagation(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def add_propagation(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--propagation", type=propagation, default=Propagation(), metavar="D",
+                    help=f"propagation delay per link: paper (default: 0.5 us at 800 Gbit/s, "
+                         f"{PAPER_LINK_DELAY_PKTS:.2f} packet times at the emulated rate), packet times (12pkts), a "
+                         f"duration at the emulated rate (2ms), or 0 (none). Added to each flow's completion and "
+                         f"bound, and to every feedback loop (docs: README, \"Propagation\")")
 
 
 def add_topology(sp: argparse.ArgumentParser) -> None:

@@ -51,6 +51,7 @@ def add_run(sub: Any) -> None:
     run.add_argument("--order", choices=ORDERS, default="staggered",
                      help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
+    args.add_propagation(run)
     add_ecn(run)
     add_transport(run)
     add_sampled(run)
@@ -163,7 +164,8 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
                      hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
-                     flows_file=a.flows, cm_rate_bps=a.cm_rate, **tp, **sampled_params(a))
+                     flows_file=a.flows, cm_rate_bps=a.cm_rate, propagation=a.propagation, **tp,
+                     **sampled_params(a))
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
@@ -228,6 +230,7 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--rate", type=args.rate, default=None, help=args.RATE_HELP + " (an ephemeral fabric's; default auto)")
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
     cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps and conga need it)")
+    args.add_propagation(cmp_)
     add_ecn(cmp_)
     add_sampled(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
@@ -253,7 +256,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     for c in configs:  # every cell's parameters are valid before anything is touched
         RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
-                  buffer_ref=a.buffer_ref, **sampled_params(a)).check_fabric(tree)
+                  buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a)).check_fabric(tree)
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
@@ -265,7 +268,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
     def run_all(fab: Fabric) -> Any:
         def one(cell: Cell, d: Path) -> dict[str, Any]:
             p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size,
-                          acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref, **sampled_params(a))
+                          acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
+                          propagation=a.propagation, **sampled_params(a))
             return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
 
         return run_matrix(cells, one, out)
@@ -324,6 +328,7 @@ def add_demo(sub: Any) -> None:
     demo.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
     demo.add_argument("--seed", type=int, default=1)
     demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    args.add_propagation(demo)
     demo.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/<time>-demo)")
     add_wait(demo)
     args.add_topology(demo)
@@ -340,7 +345,7 @@ def cmd_demo(a: argparse.Namespace) -> int:
     if a.retries < 0:
         raise RunError(f"--retries must be >= 0, got {a.retries}")
     m = Matrix(schemes, sizes=sizes, loads=(a.load,), ks=(a.k,), seeds=(a.seed,), topology=a.topology or "fattree",
-               rate_bps=a.rate, acks="reps" in schemes, retries=a.retries)
+               rate_bps=a.rate, acks="reps" in schemes, retries=a.retries, propagation=a.propagation.label)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-demo"
     args.need_root()
     d = SweepDir(out, m)
@@ -375,6 +380,7 @@ def add_ideal(sub: Any) -> None:
     sp.add_argument("--order", default="random", choices=("random", "fixed"),
                     help="frames reaching a switch at one instant: in a random order (default) or by source host, "
                          "the same phase every packet time")
+    args.add_propagation(sp)
     sp.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     args.add_topology(sp)
 
@@ -395,17 +401,26 @@ def cmd_ideal(a: argparse.Namespace) -> int:
     for c in configs:  # everything is checked before the first simulation
         c.validate(tree.switch_ports)
         ideal.check(c, work[seeds[0]], Packetizer())
+    if a.propagation.kind == "seconds":
+        raise RunError("the ideal fabric counts packet times: give --propagation as paper, 0 or packet times (12pkts)")
+    pk = Packetizer()
+    d = a.propagation.link_pkts(1.0, pk.frame_len(pk.payload))
     rows = []
     for c in configs:
         for s in seeds:
-            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order)
+            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order, propagation=d)
             row = {"scheme": c.label, "seed": s, "cct_increase": r.cct_increase, "cct_pkts": r.cct_pkts,
-                   "bound_pkts": r.bound_pkts, "frames": r.frames, "delivered": r.delivered, "max_queue": r.max_queue}
+                   "bound_pkts": r.bound_pkts, "frames": r.frames, "delivered": r.delivered, "max_queue": r.max_queue,
+                   "propagation_pkts": d}
+            if d > 0:  # the analytic shift of a kernel run, from the same run without propagation
+                r0 = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order)
+                row["shifted_cct_increase"] = ideal.shifted_cct_pkts(tree, work[s], r0.flow_done, d) / r.bound_pkts - 1
             rows.append(row)
             if a.json:
                 print(json.dumps(row), flush=True)
     if not a.json:
         args.console().print(tables.ideal_table(rows, f"ideal fabric: {tree.kind} k={a.k}, {a.workload}"
                                                 f"{' inter-pod' if a.inter_pod else ''} {a.size} B, "
-                                                f"start jitter {a.start_jitter:g} packet times, {a.order} order"))
+                                                f"start jitter {a.start_jitter:g} packet times, {a.order} order, "
+                                                f"propagation {d:.2f} packet times per link"))
     return 0

@@ -4,6 +4,7 @@ progress bar; `report` renders a sweep directory from its files alone."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -100,6 +101,7 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--buffer", type=args.size, default=None,
                     help="bytes per switch port (default 800KB with a CCA, unlimited without)")
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
+    args.add_propagation(sw)
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
@@ -117,7 +119,8 @@ def matrix_of(a: argparse.Namespace) -> Any:
 
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
-                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a))
+                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
+                  propagation=a.propagation.label)
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -187,6 +190,7 @@ def add_paper(sub: Any) -> None:
                          "carries it, hours")
     pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
     pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
+    args.add_propagation(pp)
     add_wait(pp)
     pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
 
@@ -207,7 +211,7 @@ def cmd_paper(a: argparse.Namespace) -> int:
         args.console().print(t)
         return 0
     a.out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
-    m = matrix(a.figure, a.scale)
+    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label)
     from ..run.sweep import SweepDir, run_local
 
     d = SweepDir(a.out, m)

@@ -78,17 +78,28 @@ STAGE_SHORT = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "cor
 
 
 def ideal_table(rows: list[dict[str, Any]], title: str) -> Table:
-    """`testbed ideal`: one row per scheme and seed, then each scheme's mean."""
+    """`testbed ideal`: one row per scheme and seed, then each scheme's mean; with propagation, beside the
+    exact CCT increase the analytic shift's (what a kernel run reports) and their difference."""
     t = Table(title=title, caption="largest queue per stage, in frames waiting")
-    for name in ("scheme", "seed", "CCT increase", *STAGE_SHORT.values()):
+    shifted = any("shifted_cct_increase" in r for r in rows)
+    extra = ("shifted", "shift error") if shifted else ()
+    for name in ("scheme", "seed", "CCT increase", *extra, *STAGE_SHORT.values()):
         t.add_column(name, justify="left" if name == "scheme" else "right")
+
+    def cols(inc: float, sh: float | None) -> list[str]:
+        out = [f"{100 * inc:.2f} %"]
+        if shifted and sh is not None:
+            out += [f"{100 * sh:.2f} %", f"{100 * (sh - inc):+.2f} pp"]
+        return out
+
     for r in rows:
-        t.add_row(r["scheme"], str(r["seed"]), f"{100 * r['cct_increase']:.2f} %",
+        t.add_row(r["scheme"], str(r["seed"]), *cols(r["cct_increase"], r.get("shifted_cct_increase")),
                   *(str(r["max_queue"][s]) for s in STAGE_SHORT))
     for scheme in dict.fromkeys(r["scheme"] for r in rows):
         mine = [r for r in rows if r["scheme"] == scheme]
         if len(mine) > 1:
             mean = sum(r["cct_increase"] for r in mine) / len(mine)
-            t.add_row(f"[bold]{scheme}[/]", "mean", f"[bold]{100 * mean:.2f} %[/]",
+            sh = sum(r["shifted_cct_increase"] for r in mine) / len(mine) if shifted else None
+            t.add_row(f"[bold]{scheme}[/]", "mean", *cols(mean, sh),
                       *(str(max(r["max_queue"][s] for r in mine)) for s in STAGE_SHORT))
     return t

@@ -18,6 +18,16 @@ which the kernel serves NICs released in lockstep; it matters to RR). Each NIC's
 released; `start_jitter` spreads the releases uniformly over that many packet
 times.
 
+Propagation: every link, the NICs' included, adds `propagation` packet times
+between a frame's departure and its arrival at the next node, exactly, in
+the event times. Every random choice is drawn from its switch's own stream
+and ties at one instant are broken by a hash of the frame and its hop, so a
+delay that shifts every arrival at a switch alike changes no decision: the
+inter-pod permutation's CCT then grows by exactly 6 links x the delay, and
+`flow_done` (each flow's last delivery) gives the analytic shift that
+testbed.measure.metrics applies to a kernel run, to compare (README,
+"Propagation").
+
 Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
 packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
 among ties), Ofan and pOfan (the pointers of models.ofan_port per switch or
@@ -33,12 +43,13 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from traffic.packet import Packetizer
 from traffic.workloads import Flow
 
 from ..topology import FatTree, Level, Stage
+from ..topology.timebase import path_links
 from . import models
 from .schemes import Scheme, SchemeConfig, SchemeError
 
@@ -58,6 +69,7 @@ class IdealResult:
     frames: int
     delivered: int
     max_queue: dict[str, int]  # per stage label: the most frames waiting at any link of that stage
+    flow_done: dict[int, float] = field(default_factory=dict)  # flow id -> its last delivery, from the first departure
 
     @property
     def cct_increase(self) -> float:
@@ -105,14 +117,17 @@ def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
 
 def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, pk: Packetizer | None = None,
              link_bucket: float = LINK_BUCKET, nic_bucket: float = NIC_BUCKET,
-             start_jitter: float = 0.0, order: str = "random") -> IdealResult:
+             start_jitter: float = 0.0, order: str = "random", propagation: float = 0.0) -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
     pointers and the random choices. Frames at one switch at one instant are
-    taken in a random order (`order="random"`, drawn from the seed) or by
-    their source host's number (`"fixed"`: the same phase every packet time,
-    as NICs released in lockstep and served in a fixed order are)."""
+    taken in a random order (`order="random"`: a hash of the seed, the frame
+    and its hop) or by their source host's number (`"fixed"`: the same phase
+    every packet time, as NICs released in lockstep and served in a fixed
+    order are). Every link delays a frame by `propagation` packet times."""
     if order not in ORDERS:
         raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if propagation < 0:
+        raise SchemeError(f"propagation must be >= 0 packet times, got {propagation}")
     pk = pk or Packetizer()
     check(config, flows, pk)
     scale = MAX_FRAME_BYTES / pk.frame_len(pk.payload)  # buckets in the workload's frames
@@ -142,6 +157,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
                 pipe_of[(p.node, p.peer)] = tree.local_index(p) // config.pipe_size
     pointers: dict[tuple[str, int], list[int]] = {}
     rr: dict[str, int] = {sw: rng.randrange(w) for sw in up}
+    draws = {sw: random.Random(f"{seed}/{sw}") for sw in up}  # each switch's own random stream
     ecmp: dict[tuple[int, str], int] = {}
     cls = models.size_class(pk.frame_len(pk.payload))
 
@@ -160,6 +176,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
             return core_down[sw][pod_of[dst]]
         peers = up[sw]
         s = config.scheme
+        rng = draws[sw]
         if s is Scheme.ECMP:
             slot = ecmp.setdefault((fid, sw), rng.randrange(w))
         elif s is Scheme.RPS:
@@ -181,7 +198,14 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
             ptrs[pid] = (ptrs[pid] + 1) % w
         return peers[slot]
 
-    events: list[tuple[float, float, str, str, str, int]] = []  # time, tie, at, from, destination host, flow
+    salt = _mix(seed)
+
+    def tie_of(fid: int, n: int, hop: int) -> float:  # random order: frame n of flow fid at its hop-th node
+        return float(_mix(salt ^ (fid << 40) ^ (n << 8) ^ hop))
+
+    # time, hop, tie, at, from, destination host, flow, frame number: at one instant, frames that crossed fewer
+    # links go first (as if every link had an infinitesimal delay), then by the tie
+    events: list[tuple[float, int, float, str, str, str, int, int]] = []
     first = float("inf")
     frames = 0
     for f in flows:
@@ -189,19 +213,20 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         nic = buckets[(src, edge_of[src])]
         release = rng.uniform(0.0, start_jitter) if start_jitter else 0.0
         nic.t = release
-        for _ in range(pk.count(f.size_bytes)):
+        for n in range(pk.count(f.size_bytes)):
             t, _ = nic.send(release)
             first = min(first, t)
-            events.append((t, rng.random() if order == "random" else f.src, edge_of[src], src, dst, f.fid))
+            tie = tie_of(f.fid, n, 0) if order == "random" else float(f.src)  # fixed: by source host
+            events.append((_at(t + propagation), 0, tie, edge_of[src], src, dst, f.fid, n))
             frames += 1
     heapq.heapify(events)
     max_queue = {st.label: 0 for st in Stage}
-    last = first
+    done: dict[int, float] = {}
     delivered = 0
     while events:
-        now, tie, at, prev, dst, fid = heapq.heappop(events)
+        now, hop, tie, at, prev, dst, fid, n = heapq.heappop(events)
         if at == dst:
-            last = max(last, now)
+            done[fid] = max(done.get(fid, now), now)
             delivered += 1
             continue
         nxt = next_hop(at, prev, dst, fid, now)
@@ -210,17 +235,47 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         label = stage_of[link].label
         if q > max_queue[label]:
             max_queue[label] = q
-        heapq.heappush(events, (t, rng.random() if order == "random" else tie, nxt, at, dst, fid))
-    bound = _bound_pkts(flows, pk, link_bucket, nic_bucket)
-    return IdealResult(last - first, bound, frames, delivered, max_queue)
+        tie = tie_of(fid, n, hop + 1) if order == "random" else tie
+        heapq.heappush(events, (_at(t + propagation), hop + 1, tie, nxt, at, dst, fid, n))
+    bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
+    last = max(done.values(), default=first)
+    return IdealResult(last - first, bound, frames, delivered, max_queue, {f: t - first for f, t in done.items()})
 
 
-def _bound_pkts(flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float) -> float:
-    """metrics.cct_lower_bound_s in packet times, for full frames at load 1."""
-    sent: dict[int, int] = {}
-    recv: dict[int, int] = {}
+def _at(t: float) -> float:
+    """An event time on a grid of 1e-9 packet times: two frames that arrive together without propagation
+    still arrive together with it, whatever the rounding of their separate sums."""
+    return round(t, 9)
+
+
+def _mix(x: int) -> int:
+    """splitmix64: a well-spread 64-bit hash of x."""
+    x = (x + 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
+    return x ^ (x >> 31)
+
+
+def links_of(tree: FatTree, flow: Flow) -> int:
+    """The links of a flow's path (testbed.topology.timebase.path_links)."""
+    return path_links(tree, flow.src, flow.dst)
+
+
+def shifted_cct_pkts(tree: FatTree, flows: list[Flow], flow_done: dict[int, float], propagation: float) -> float:
+    """The analytic shift that a kernel run applies (testbed.measure.metrics): each flow's completion without
+    propagation plus its links x `propagation`, the latest of them."""
+    return max(flow_done[f.fid] + links_of(tree, f) * propagation for f in flows if f.fid in flow_done)
+
+
+def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float,
+                propagation: float = 0.0) -> float:
+    """metrics.cct_lower_bound_s in packet times, for full frames at load 1 (one flow per host: each host's
+    term grows by its flow's links x `propagation`)."""
+    sent: dict[int, tuple[int, int]] = {}  # host -> (frames, links of its flow)
+    recv: dict[int, tuple[int, int]] = {}
     for f in flows:
-        n = pk.count(f.size_bytes)
-        sent[f.src] = sent.get(f.src, 0) + n
-        recv[f.dst] = recv.get(f.dst, 0) + n
-    return max(max(n - nic_bucket for n in sent.values()), max(n - link_bucket for n in recv.values()))
+        n, links = pk.count(f.size_bytes), links_of(tree, f)
+        sent[f.src] = (sent.get(f.src, (0, links))[0] + n, min(links, sent.get(f.src, (0, links))[1]))
+        recv[f.dst] = (recv.get(f.dst, (0, links))[0] + n, min(links, recv.get(f.dst, (0, links))[1]))
+    return max(max(n - nic_bucket + links * propagation for n, links in sent.values()),
+               max(n - link_bucket + links * propagation for n, links in recv.values()))

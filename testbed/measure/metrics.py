@@ -13,6 +13,7 @@ from traffic.packet import Packetizer
 from traffic.workloads import Flow
 
 from ..topology import FatTree, Stage
+from ..topology.timebase import path_links
 
 
 @dataclass(frozen=True)
@@ -67,24 +68,9 @@ class FlowSample:
     dups: int = 0  # transport runs: arrivals of a PSN received before
 
 
-def host_frame_bytes(flows: Iterable[Flow], pk: Packetizer, ack_frame_bytes: int = 0) -> tuple[dict[int, int],
-                                                                                            dict[int, int]]:
-    """Frame bytes each host sends and receives (ACKs included when each data
-    packet is answered by an ACK of `ack_frame_bytes`)."""
-    sent: dict[int, int] = {}
-    recv: dict[int, int] = {}
-    for f in flows:
-        b = pk.frame_bytes(f.size_bytes)
-        a = pk.count(f.size_bytes) * ack_frame_bytes
-        sent[f.src] = sent.get(f.src, 0) + b
-        recv[f.dst] = recv.get(f.dst, 0) + b
-        sent[f.dst] = sent.get(f.dst, 0) + a
-        recv[f.src] = recv.get(f.src, 0) + a
-    return sent, recv
-
-
 def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
-                      burst_bytes: int, ack_frame_bytes: int = 0, nic_burst_bytes: int | None = None) -> float:
+                      burst_bytes: int, ack_frame_bytes: int = 0, nic_burst_bytes: int | None = None,
+                      shift_s: Mapping[int, float] | None = None) -> float:
     """No collective can finish sooner: each host's NIC (a token bucket of
     `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
     time t, and each host's last link (a token bucket at line rate) delivers at
@@ -92,42 +78,57 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     hop adds no serialisation delay of its own: the bound has no per-hop term
     (see the README, "Measurements"). The same bound serves every
     workload (the paper uses naive bounds beyond permutations). The NICs'
-    bucket is `nic_burst_bytes` (default: the links' `burst_bytes`)."""
+    bucket is `nic_burst_bytes` (default: the links' `burst_bytes`).
+
+    Flows that start late (start_bits: their start at line rate): a host
+    cannot send, nor its link deliver, a flow's bytes before it starts, so for
+    each start time t the bytes of the flows starting at t or later need t
+    plus their sending time.
+
+    `shift_s` (flow id -> seconds): what propagation adds to that flow's
+    completion (propagation_shift_s). The last of a host's bytes completes a
+    flow at least the smallest shift among the flows it carries later, so
+    each host's term grows by that; without it every shift is 0."""
     nic_burst = burst_bytes if nic_burst_bytes is None else nic_burst_bytes
-    if any(f.start_bits for f in flows):
-        return _bound_with_starts(flows, pk, rate_bps, host_rate_bps, burst_bytes, nic_burst, ack_frame_bytes)
-    sent, recv = host_frame_bytes(flows, pk, ack_frame_bytes)
-    send_s = max(max(0, b - nic_burst) * 8 / host_rate_bps for b in sent.values())
-    recv_s = max(max(0, b - burst_bytes) * 8 / rate_bps for b in recv.values())
-    return max(send_s, recv_s)
-
-
-def _bound_with_starts(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int, burst_bytes: int,
-                       nic_burst: int, ack_frame_bytes: int) -> float:
-    """Flows that start late (start_bits: their start at line rate): a host cannot send, nor its link deliver,
-    a flow's bytes before it starts, so for each start time t the bytes of the flows starting at t or later
-    need t plus their sending time."""
-    starts_out: dict[int, list[tuple[float, int]]] = {}
-    starts_in: dict[int, list[tuple[float, int]]] = {}
+    shift = shift_s or {}
+    out: dict[int, list[tuple[float, int, float]]] = {}  # host -> (start, bytes, shift) it sends
+    into: dict[int, list[tuple[float, int, float]]] = {}  # and receives
     for f in flows:
         t = f.start_bits / rate_bps
         b = pk.frame_bytes(f.size_bytes)
         a = pk.count(f.size_bytes) * ack_frame_bytes
-        starts_out.setdefault(f.src, []).append((t, b))
-        starts_in.setdefault(f.dst, []).append((t, b))
+        d = shift.get(f.fid, 0.0)
+        out.setdefault(f.src, []).append((t, b, d))
+        into.setdefault(f.dst, []).append((t, b, d))
         if a:
-            starts_out.setdefault(f.dst, []).append((t, a))
-            starts_in.setdefault(f.src, []).append((t, a))
+            out.setdefault(f.dst, []).append((t, a, d))
+            into.setdefault(f.src, []).append((t, a, d))
 
-    def need(items: list[tuple[float, int]], burst: int, rate: int) -> float:
-        best, later = 0.0, 0
-        for t, b in sorted(items, reverse=True):  # latest start first: `later` = bytes starting at t or after
-            later += b
-            best = max(best, t + max(0, later - burst) * 8 / rate)
+    def need(items: list[tuple[float, int, float]], burst: int, rate: int) -> float:
+        best, later, least = 0.0, 0, float("inf")
+        for t, b, d in sorted(items, key=lambda x: x[0], reverse=True):  # latest start first
+            later += b  # bytes starting at t or after
+            least = min(least, d)
+            best = max(best, t + max(0, later - burst) * 8 / rate + least)
         return best
 
-    return max(max(need(v, nic_burst, host_rate_bps) for v in starts_out.values()),
-               max(need(v, burst_bytes, rate_bps) for v in starts_in.values()))
+    return max(max(need(v, nic_burst, host_rate_bps) for v in out.values()),
+               max(need(v, burst_bytes, rate_bps) for v in into.values()))
+
+
+def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, acks: bool) -> dict[int, float]:
+    """What propagation adds to each flow's completion: its path's links x the per-link delay, twice with
+    ACKs (the CCT then ends at the last ACK, which crosses the path back). Exact where every packet reaching
+    a queue crossed as many links before it as the others there (inter-pod permutations); elsewhere an
+    approximation whose error the ideal fabric measures (README, "Propagation")."""
+    legs = 2 if acks else 1
+    return {f.fid: legs * path_links(tree, f.src, f.dst) * link_s for f in flows}
+
+
+def completion_ns(ends_ns: Mapping[int, int], shift_s: Mapping[int, float]) -> int:
+    """The collective's last completion (CLOCK_MONOTONIC ns): each flow's last arrival plus its shift (flows
+    that delivered nothing have no end)."""
+    return max((round(t + shift_s.get(fid, 0.0) * 1e9) for fid, t in ends_ns.items() if t), default=0)
 
 
 @dataclass(frozen=True)

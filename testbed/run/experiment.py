@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Callable
@@ -41,6 +41,7 @@ from ..fabric.observe import qdisc_stats
 from ..measure import collector, fidelity, metrics, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
+from ..topology.timebase import Propagation, path_links
 from . import faults
 from .params import Result, RunError, RunParams
 
@@ -128,11 +129,14 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     switches.reset_host_state(maps, tree, p.seed, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
+    prop = _propagation(p, tree, flows, spec.rate_bps, pk)
+    bound0 = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
+                                       nic_burst_bytes=nic_burst_of(spec, pk))
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
-                                      nic_burst_bytes=nic_burst_of(spec, pk))
+                                      nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s)
     bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
-                                           spec.burst, ack_frame_bytes=ack_bytes,
-                                           nic_burst_bytes=nic_burst_of(spec, pk))
+                                         spec.burst, ack_frame_bytes=ack_bytes,
+                                         nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s)
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
@@ -143,12 +147,14 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
             "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound,
+            "propagation": prop.describe(),
             "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None,
             "sampled_schemes": lb_settings.describe()})
     try:
         with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, qdisc_timers.watch() as timers, \
                 tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
-            return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff), configs, scheme_label, run_dir,
+            return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff, bound0), prop, configs, scheme_label,
+                            run_dir,
                             list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
                             Path(trace_dir) / "windows.bin", timers)
     except KeyboardInterrupt:
@@ -189,13 +195,13 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 
 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
-             bounds: tuple[float, float], configs: dict[str, SchemeConfig], scheme_label: str,
+             bounds: tuple[float, float, float], prop: Propagated, configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
              timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path,
              timers: qdisc_timers.Watch | None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
-    bound, bound_ff = bounds
+    bound, bound_ff, bound0 = bounds
     events0 = len(links.read_events(spec.prefix))
     n_up = tree.n_switches * tree.w
     qdisc0 = qdisc_stats(tree)
@@ -237,10 +243,12 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
 
     src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in flows}
     t_first = min((ports[i].first_tx_ns for i in src_ports if ports[i].first_tx_ns), default=0)
-    ends = [r.last_ns for r in rx.values()] + ([a.last_ns for a in acks.values() if a] if p.acks else [])
-    t_last = max(ends, default=0)
+    ends = {f.fid: _flow_end(rx.get(f.fid), acks.get(f.fid), p.acks) for f in flows}
+    t_last = metrics.completion_ns(ends, prop.shift_s)  # each flow's last arrival plus its propagation
     cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
-    queues = metrics.port_queues(tree, ports, cct_ns)
+    t_seen = max(ends.values(), default=0)  # what the kernel saw: the queues' and links' window
+    window_ns = max(0, t_seen - t_first) if t_first and t_seen else 0
+    queues = metrics.port_queues(tree, ports, window_ns)
     counters = {n: cnt1[n] - cnt0.get(n, 0) for n in cnt1}
     drops = {
         "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
@@ -277,8 +285,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
         nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound / t_pkt, stamped, loop, nic.dry, timer_lateness))
-    util = metrics.utilisation(tree, ports, spec.rate_bps, cct_ns)
+        sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness))
+    util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
 
@@ -304,6 +312,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
             "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0,
             "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0,
+            "path_links": path_links(tree, f.src, f.dst),
+            "completion_ns": round(ends[f.fid] + prop.shift_s[f.fid] * 1e9) if ends[f.fid] else 0,
             **(_flow_transport(sent.flows[f.fid], r) if tp.on else {})})
     port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
     windows = tmeasure.read_trace(trace_path, t_first, tp.pkt_ns) if tp.on else None
@@ -318,7 +328,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
         drops=sum(drops.values()), drops_detail=drops, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
-        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, cct_ns),
+        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, window_ns),
         ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
         out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
         link_events=link_events,
@@ -329,13 +339,44 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         host_lb={"scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
                  **{n: sum(c[n] for c in host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
                  "by_host": host_counts},
-        port_buffer_bytes=p.port_buffer(), transport=transport)
+        port_buffer_bytes=p.port_buffer(), transport=transport, propagation=prop.describe())
     if run_dir is not None:
         tables = _tables(tree, result, sampler, t_first)
         if windows is not None:
             tables["windows"] = windows
         run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()}, tables)
     return result
+
+
+@dataclass(frozen=True)
+class Propagated:
+    """A run's propagation: the delay of one link and what it adds to each flow's completion."""
+
+    spec: Propagation
+    link_s: float
+    link_pkts: float
+    shift_s: dict[int, float]
+
+    def describe(self) -> dict[str, Any]:
+        return {"asked": self.spec.label, "link_s": self.link_s, "link_pkts": self.link_pkts,
+                "where": "each flow's completion and the bound gain its path's links x the delay (twice with "
+                         "ACKs: the CCT ends at the last ACK); every feedback signal (REPS entropies, CONGA's "
+                         "fed-back metric, ACKs to a congestion controller) is usable one propagation round trip "
+                         "after it reached the data plane; queues and utilisation are over what the kernel saw"}
+
+
+def _propagation(p: RunParams, tree: FatTree, flows: list[Flow], rate_bps: int, pk: Packetizer) -> Propagated:
+    link_s = p.link_delay_s(rate_bps)
+    return Propagated(p.propagation, link_s, link_s * rate_bps / 8 / pk.frame_len(p.payload),
+                      metrics.propagation_shift_s(tree, flows, link_s, p.acks))
+
+
+def _flow_end(r: Any, a: Any, acks: bool) -> int:
+    """A flow's last arrival as the kernel saw it: its last ACK with ACKs on (if any came back), else its last
+    data packet (0: nothing arrived)."""
+    if acks and a is not None and a.acks:
+        return int(a.last_ns)
+    return int(r.last_ns) if r is not None else 0
 
 
 def _flow_transport(s: Any, r: Any) -> dict[str, Any]:

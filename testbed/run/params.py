@@ -8,6 +8,7 @@ import resource
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from traffic.packet import Packetizer
 from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Transport
 from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
@@ -16,6 +17,7 @@ from ..dataplane.sampled import SampledParams
 from ..dataplane.schemes import Scheme, SchemeError
 from ..dataplane.switches import host_routable
 from ..topology import FatTree
+from ..topology.timebase import PAPER, Propagation
 from ..topology.units import QueueThreshold, parse_threshold
 
 INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+")
@@ -70,6 +72,9 @@ class RunParams:
     queue_band: tuple[int, int] = SampledParams.queue_band  # DLB: queue thresholds, bytes
     drill_d: int = SampledParams.drill_d  # the drill scheme's DRILL(d, m)
     drill_m: int = SampledParams.drill_m
+    # Propagation per link (testbed.topology.timebase): added to each flow's completion and its bound, and to
+    # every feedback loop in the data plane (a signal is usable one propagation round trip after it arrives)
+    propagation: Propagation = PAPER
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -112,6 +117,10 @@ class RunParams:
                                  tuple(self.queue_band), self.drill_d, self.drill_m)
         except SchemeError as e:
             raise RunError(str(e)) from None
+
+    def link_delay_s(self, rate_bps: int) -> float:
+        """The propagation delay of one link on a fabric of `rate_bps`."""
+        return self.propagation.link_s(rate_bps, Packetizer(self.payload).frame_len(self.payload))
 
     def port_buffer(self) -> int:
         """Bytes per switch port for this run (0: unlimited)."""
@@ -194,7 +203,7 @@ class Result:
     acks: bool
     cct_s: float
     cct_start_ns: int  # first packet leaving a sender (CLOCK_MONOTONIC)
-    cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination
+    cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination, plus its flow's propagation
     cct_lower_bound_s: float
     cct_increase: float
     cct_lower_bound_fault_free_s: float  # the same bound with hosts paced at load x line rate
@@ -222,6 +231,7 @@ class Result:
     host_lb: dict[str, Any] = field(default_factory=dict)  # host NIC scheme and its counters, total and per host
     port_buffer_bytes: int = 0  # per switch port (0: unlimited)
     transport: dict[str, Any] = field(default_factory=dict)  # --cc: the loop's figures (measure.transport)
+    propagation: dict[str, Any] = field(default_factory=dict)  # per link, and where it is added (experiment.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

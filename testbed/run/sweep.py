@@ -44,6 +44,7 @@ from ..fabric.budget import auto_rate_bps
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
 from ..topology import FatTree
+from ..topology.timebase import parse_propagation
 from .compare import parse_schemes
 from .experiment import run_valid
 from .params import RunError, RunParams
@@ -84,10 +85,15 @@ class Matrix:
     queue_band: tuple[int, int] = SampledParams.queue_band
     drill_d: int = SampledParams.drill_d
     drill_m: int = SampledParams.drill_m
+    propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
             raise RunError("a sweep needs at least one scheme, seed, size and k")
+        try:
+            parse_propagation(self.propagation)
+        except ValueError as e:
+            raise RunError(f"--propagation: {e}") from None
         configs = parse_schemes(",".join(self.schemes))
         for k in self.ks:
             tree = FatTree(k, "tbs", self.topology)
@@ -195,7 +201,7 @@ class Cell:
                          base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
                          buffer_bytes=m.buffer_bytes, sample_pkts=m.sample_pkts, flood_pkts=m.flood_pkts,
                          dre_pkts=m.dre_pkts, load_band=m.load_band, queue_band=m.queue_band, drill_d=m.drill_d,
-                         drill_m=m.drill_m)
+                         drill_m=m.drill_m, propagation=parse_propagation(m.propagation))
 
 
 # -- the rows ----------------------------------------------------------------
@@ -231,6 +237,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
+    row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))
     t = r.get("transport") or {}
     row["cc"] = cell.cc
     for name in ("retransmits", "fast_retransmits", "timeouts", "spurious_retransmits", "received_duplicates",

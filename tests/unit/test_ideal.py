@@ -132,3 +132,47 @@ def test_bound_and_buckets_are_the_fabrics_own() -> None:
         r = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1)
         bound_s = cct_lower_bound_s(flows, pk, rate, rate, spec.burst, nic_burst_bytes=spec.nic_burst)
         assert r.bound_pkts == pytest.approx(bound_s * rate / (8 * frame), abs=1e-3)  # the fabric rounds to bytes
+
+
+SHIFT_ERROR_PP = 2.5  # README, "Propagation": the analytic shift's largest error on mixed permutations, in points
+
+
+@pytest.mark.parametrize(("k", "seeds", "schemes"), [(4, (1, 2, 3), ("ecmp", "rps", "rr", "jsq", "ofan")),
+                                                      (8, (1,), ("jsq", "ofan"))])
+def test_propagation_is_an_exact_shift_between_pods_and_close_within(k: int, seeds: tuple[int, ...],
+                                                                     schemes: tuple[str, ...]) -> None:
+    # The kernel cannot delay a packet, so a run adds each flow's links x D to its completion (metrics). The
+    # ideal fabric delays every frame on every link; between pods every frame at a queue crossed as many links
+    # as the others there, so the shift is exact; intra-pod flows meet inter-pod ones two links "early".
+    tree = FatTree(k, "t")
+    d = 11.97
+    worst = 0.0
+    for seed in seeds:
+        for inter in (True, False):
+            flows = make_spec(WorkloadSpec("permutation", MB, seed, inter_pod=inter), tree.n_hosts,
+                              tree.hosts_per_pod)
+            for scheme in schemes:
+                cfg = SchemeConfig(Scheme.parse(scheme))
+                r0 = ideal.simulate(tree, cfg, flows, seed)
+                r1 = ideal.simulate(tree, cfg, flows, seed, propagation=d)
+                shifted = ideal.shifted_cct_pkts(tree, flows, r0.flow_done, d)
+                assert r1.delivered == r1.frames == r0.delivered
+                if inter:
+                    assert r1.cct_pkts == pytest.approx(r0.cct_pkts + 6 * d, abs=1e-6)
+                    assert r1.bound_pkts == pytest.approx(r0.bound_pkts + 6 * d, abs=1e-9)
+                    assert shifted == pytest.approx(r1.cct_pkts, abs=1e-6)
+                else:
+                    worst = max(worst, abs(shifted - r1.cct_pkts) / r1.bound_pkts * 100)
+    assert worst <= SHIFT_ERROR_PP
+    if k == 8:
+        assert worst > 1.0  # JSQ's mixed traffic is where the shift is only an approximation: it must show here
+
+
+def test_propagation_leaves_the_zero_delay_run_alone() -> None:
+    tree = FatTree(4, "t")
+    flows = make_spec(WorkloadSpec("permutation", MB, 2), tree.n_hosts, tree.hosts_per_pod)
+    a = ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 2)
+    b = ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 2, propagation=0.0)
+    assert a == b
+    with pytest.raises(SchemeError, match="propagation"):
+        ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 2, propagation=-1.0)

@@ -70,8 +70,13 @@ int host_ingress(struct __sk_buff *skb)
             __sync_fetch_and_add(&a->ecn, 1);
         queue_set_once(&a->first_ns, now);
         a->last_ns = now;
-        if (rc && rc->host_lb && pi)
-            host_lb_ack(rc->host_lb, flow, TB_BE16(udp->source), marked, pi->node);
+        if (rc && rc->host_lb) {
+            __u32 la = ip->daddr, ra = ip->saddr;
+            struct dst_info *local = dst_info.lookup(&la);
+            struct dst_info *remote = dst_info.lookup(&ra);
+            if (local && remote)
+                host_lb_ack(rc, flow, TB_BE16(udp->source), marked, local, remote, now);
+        }
         if (rc && rc->cc)
             transport_ack(skb, flow, TB_BE32(b->apsn) & 0xFFFFFF, marked, now);
         return TC_ACT_STOLEN;

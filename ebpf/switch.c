@@ -59,7 +59,7 @@ int switch_ingress(struct __sk_buff *skb)
          * real-time clock, while a run keeps timestamping on), not when this softirq got to it */
         queue_nic_depart(pi->peer_ifindex, skb->len, skb->tstamp ? skb->tstamp : now, rc->nic_ps_per_byte);
         /* the host NIC's load-balancing choice, made as the frame leaves the NIC (host_lb.h) */
-        skb->cb[4] = rc->host_lb ? host_lb_transmit(skb, rc->host_lb) : 0;
+        skb->cb[4] = rc->host_lb ? host_lb_transmit(skb, rc, now) : 0;
         if (rc->cc)
             transport_stamp(skb, now); /* before the parse below: it may move the packet's data */
     }

@@ -76,7 +76,8 @@ struct flow {
     uint32_t next_psn; /* the next packet to send (1 after a starter sent the first) */
     /* transport runs (cc=...): the flow's window and loss recovery, under its group's lock */
     uint32_t dupthresh;
-    uint64_t base_rtt_ns;
+    uint64_t base_rtt_ns;   /* this flow's: its ACKs are acted on this long after they reached the NIC */
+    int delay_class;        /* which of the ACK thread's FIFOs (one per distinct base RTT) holds its ACKs */
     struct cca_params cp;
     struct tp_flow tp;
     struct group *grp;
@@ -130,12 +131,13 @@ static struct { char kind; int group; unsigned long after, us; } fault = {.group
 
 /* Transport runs (cc=dctcp|swift|nscc): each flow is window-limited and ACK-clocked (transport.h,
  * cca.h); the ACKs come from the kernel (ack_events ring, ebpf/include/transport.h) and are acted on
- * base_ns after they reached the sender's NIC: the emulated base RTT, as a fixed delay on the return path. */
+ * their flow's base RTT after they reached the sender's NIC: the emulated propagation round trip of its
+ * path (or one fixed base RTT), as a delay on the return path. */
 static struct {
     int kind;                /* CCA_*: 0, the paced blast */
     char ring[512];
     size_t ring_bytes;
-    uint64_t base_ns;        /* emulated base RTT */
+    uint64_t base_ns;        /* the longest of the flows' base RTTs (the constants' reference) */
     uint64_t pkt_ns;         /* one data frame at line rate */
     double min_rto_ns;
     struct cca_params cp;    /* network-wide constants; each flow copies them with its own base RTT */
@@ -481,8 +483,8 @@ static void send_windowed(struct group *g, uint8_t *buf)
     pthread_mutex_unlock(&g->mu);
 }
 
-/* The ACK thread: ACK events from the kernel's ring, each acted on base_ns after it reached the sender's
- * NIC (a FIFO: the delay is the same for all), then timeouts. */
+/* The ACK thread: ACK events from the kernel's ring, each acted on its flow's base RTT after it reached the
+ * sender's NIC (one FIFO per distinct base RTT, so each stays in due order), then timeouts. */
 struct pending {
     struct ack_event_rec {
         uint64_t t_ns;
@@ -490,8 +492,13 @@ struct pending {
     } ev;
 };
 #define PENDING_CAP (1u << 18)
-static struct pending *pend;
-static uint64_t pend_head, pend_tail, ring_overflow;
+#define DELAY_CLASSES 8
+static struct fifo {
+    struct pending *q;
+    uint64_t head, tail, delay_ns;
+} fifos[DELAY_CLASSES];
+static int n_fifos;
+static uint64_t ring_overflow;
 static struct flow **by_fid;
 static uint32_t max_fid;
 static int n_transport;      /* flows the transport must complete */
@@ -502,13 +509,17 @@ static uint64_t transport_start_ns; /* ACK events older than this are a previous
 static void on_event(void *ctx, const void *rec, uint32_t len)
 {
     (void)ctx;
-    if (len < sizeof(struct ack_event_rec) || ((const struct ack_event_rec *)rec)->t_ns < transport_start_ns)
+    const struct ack_event_rec *ev = rec;
+    if (len < sizeof(struct ack_event_rec) || ev->t_ns < transport_start_ns)
         return;
-    if (pend_tail - pend_head >= PENDING_CAP) {
+    if (ev->flow > max_fid || !by_fid[ev->flow])
+        return;
+    struct fifo *q = &fifos[by_fid[ev->flow]->delay_class];
+    if (q->tail - q->head >= PENDING_CAP) {
         ring_overflow++;
         return;
     }
-    memcpy(&pend[pend_tail++ % PENDING_CAP].ev, rec, sizeof(struct ack_event_rec));
+    memcpy(&q->q[q->tail++ % PENDING_CAP].ev, rec, sizeof(struct ack_event_rec));
 }
 
 static void act_on(struct ack_event_rec *ev, uint64_t now)
@@ -517,9 +528,9 @@ static void act_on(struct ack_event_rec *ev, uint64_t now)
         return;
     struct flow *f = by_fid[ev->flow];
     struct group *g = f->grp;
-    uint64_t due = ev->t_ns + tcfg.base_ns;
+    uint64_t due = ev->t_ns + f->base_rtt_ns;
     late_add(ack_late, &ack_late_max, now > due ? now - due : 0, 0);
-    double rtt = (double)ev->rtt_ns + (double)tcfg.base_ns;
+    double rtt = (double)ev->rtt_ns + (double)f->base_rtt_ns;
     pthread_mutex_lock(&g->mu);
     int was_done = tp_done(&f->tp);
     int rule = tp_ack(&f->tp, now, ev->psn, rtt, ev->ecn != 0);
@@ -531,6 +542,24 @@ static void act_on(struct ack_event_rec *ev, uint64_t now)
         pthread_cond_signal(&g->more);
     }
     pthread_mutex_unlock(&g->mu);
+}
+
+/* The FIFO whose oldest ACK is due first, if that one is due by `now`. */
+static struct fifo *next_due(uint64_t now)
+{
+    struct fifo *best = NULL;
+    uint64_t best_due = 0;
+    for (int c = 0; c < n_fifos; c++) {
+        struct fifo *f = &fifos[c];
+        if (f->head >= f->tail)
+            continue;
+        uint64_t due = f->q[f->head % PENDING_CAP].ev.t_ns + f->delay_ns;
+        if (due <= now && (!best || due < best_due)) {
+            best = f;
+            best_due = due;
+        }
+    }
+    return best;
 }
 
 static void check_timeouts(uint64_t now)
@@ -559,7 +588,10 @@ static void *run_acks(void *arg)
 {
     (void)arg;
     realtime(2);
-    uint64_t poll = tcfg.base_ns / 4;
+    uint64_t poll = fifos[0].delay_ns / 4; /* a quarter of a base RTT (the shortest) */
+    for (int c = 1; c < n_fifos; c++)
+        if (fifos[c].delay_ns / 4 < poll)
+            poll = fifos[c].delay_ns / 4;
     if (poll > 2000000)
         poll = 2000000;
     if (poll < 50000)
@@ -568,9 +600,10 @@ static void *run_acks(void *arg)
     while (now_s() <= deadline_s && n_complete < n_transport) {
         rb_consume(&ring, on_event, NULL);
         uint64_t now = mono_ns();
-        while (pend_head < pend_tail && pend[pend_head % PENDING_CAP].ev.t_ns + tcfg.base_ns <= now) {
-            act_on(&pend[pend_head % PENDING_CAP].ev, now);
-            pend_head++;
+        struct fifo *q;
+        while ((q = next_due(now)) != NULL) {
+            act_on(&q->q[q->head % PENDING_CAP].ev, now);
+            q->head++;
             if (++acted == tcfg.stall_after && tcfg.stall_us)
                 sleep_us(tcfg.stall_us); /* fault ackstall: the transport starved */
             now = mono_ns();
@@ -580,10 +613,10 @@ static void *run_acks(void *arg)
             next_rto = now + poll;
         }
         uint64_t wake = now + poll;
-        if (pend_head < pend_tail) {
-            uint64_t due = pend[pend_head % PENDING_CAP].ev.t_ns + tcfg.base_ns;
-            if (due < wake)
-                wake = due;
+        for (int c = 0; c < n_fifos; c++) {
+            struct fifo *f = &fifos[c];
+            if (f->head < f->tail && f->q[f->head % PENDING_CAP].ev.t_ns + f->delay_ns < wake)
+                wake = f->q[f->head % PENDING_CAP].ev.t_ns + f->delay_ns;
         }
         struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000ull), .tv_nsec = (long)(wake % 1000000000ull)};
         while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
@@ -598,12 +631,29 @@ static int transport_setup(struct group *groups, int n_groups)
         fprintf(stderr, "testbed-sender: cannot open the ACK ring %s: %s\n", tcfg.ring, strerror(errno));
         return -1;
     }
-    pend = calloc(PENDING_CAP, sizeof(*pend));
-    for (int i = 0; i < n_flows; i++)
-        if (flows[i].fid > max_fid)
-            max_fid = flows[i].fid;
+    for (int i = 0; i < n_flows; i++) {
+        struct flow *f = &flows[i];
+        if (f->fid > max_fid)
+            max_fid = f->fid;
+        int c = 0;
+        while (c < n_fifos && fifos[c].delay_ns != f->base_rtt_ns)
+            c++;
+        if (c == n_fifos) {
+            if (n_fifos == DELAY_CLASSES) {
+                fprintf(stderr, "testbed-sender: more than %d distinct base RTTs\n", DELAY_CLASSES);
+                return -1;
+            }
+            fifos[n_fifos].delay_ns = f->base_rtt_ns;
+            fifos[n_fifos].q = calloc(PENDING_CAP, sizeof(struct pending)); /* calloc: every page faulted in */
+            if (!fifos[n_fifos].q)
+                return -1;
+            memset(fifos[n_fifos].q, 0, PENDING_CAP * sizeof(struct pending));
+            n_fifos++;
+        }
+        f->delay_class = c;
+    }
     by_fid = calloc(max_fid + 1, sizeof(*by_fid));
-    if (!pend || !by_fid)
+    if (!by_fid)
         return -1;
     if (tcfg.trace[0] && tcfg.trace_cap) {
         trace = malloc(tcfg.trace_cap * sizeof(*trace));
@@ -611,7 +661,6 @@ static int transport_setup(struct group *groups, int n_groups)
             return -1;
         memset(trace, 0, tcfg.trace_cap * sizeof(*trace)); /* fault every page in now, not during the run */
     }
-    memset(pend, 0, PENDING_CAP * sizeof(*pend));
     uint64_t now = mono_ns();
     transport_start_ns = now;
     rb_consume(&ring, on_event, NULL); /* what a previous run left in the ring (its last duplicate ACKs) */

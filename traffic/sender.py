@@ -130,17 +130,20 @@ class Senders:
 
     def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
                  fault: str | None = None, line_rate_bps: int = 0, transport: Transport | None = None,
-                 paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "") -> None:
+                 paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "",
+                 base_rtts_ns: dict[int, int] | None = None) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
         counting source hosts in order of their first flow. A flow with a start
         (start_bits) begins start_bits / line_rate_bps seconds after the rest.
         With a `transport` that is on, every flow is window-limited (traffic/transport.py): `paths[fid]` is
-        its number of equal-cost paths (the duplicate-ACK threshold is 3 more), `ring_path` the pinned
-        ack_events ring, `trace_path` where the window trace goes. A fault "ackstall:N:US" makes the
+        its number of equal-cost paths (the duplicate-ACK threshold is 3 more), `base_rtts_ns[fid]` its base
+        RTT (how long after reaching the sender's NIC its ACKs are acted on; default the transport's),
+        `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. A fault "ackstall:N:US" makes the
         transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU)."""
         self.transport = transport if transport is not None and transport.on else None
         self.paths = paths or {}
+        self.base_rtts_ns = base_rtts_ns or {}
         self.ring_path = ring_path
         self.trace_path = trace_path
         self.line_rate_bps = line_rate_bps
@@ -159,7 +162,8 @@ class Senders:
             line = (f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
                     f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
             if self.transport is not None:
-                line += f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} {self.transport.base_rtt_ns}"
+                line += (f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} "
+                         f"{self.base_rtts_ns.get(f.fid, self.transport.base_rtt_ns)}")
             lines.append(line)
         return "\n".join(lines) + "\n"
 

@@ -5,7 +5,8 @@ With `--cc none` (the default) none of this exists: the senders blast at
 the paced rate as before. With a CCA, each flow is window-limited and
 ACK-clocked (traffic/transport.h, traffic/cca.h): the kernel hands every
 ACK to the sender through a ring buffer (ebpf/include/transport.h) and the
-sender acts on it one emulated base RTT after it reached the sender's NIC.
+sender acts on it its flow's base RTT after it reached the sender's NIC (its
+path's propagation round trip by default, testbed.run.params).
 
 Units: windows in packets of the run's payload (the MSS), times in ns. The
 paper's baselines (section 6) are kept in packets and packet times, not in
@@ -119,7 +120,9 @@ class Transport:
         """For the manifest: what the sender was told, and the equivalences it rests on."""
         return {"cc": self.cc, "base_rtt_ns": self.base_rtt_ns, "base_rtt_pkts": self.base_rtt_ns / self.pkt_ns,
                 "bdp_pkts": self.bdp_pkts, "buffer_bytes": self.buffer_bytes, "min_rto_ns": self.min_rto_ns(),
-                "base_rtt_where": "return path: each ACK is acted on one base RTT after it reached its sender",
+                "base_rtt_where": "return path: each ACK is acted on its flow's base RTT after it reached its sender "
+                                  "(its path's propagation round trip, or one --base-rtt for all); the constants "
+                                  "(window bounds, timeouts, NSCC's scaling) from the longest, base_rtt_ns",
                 "options": self.options()}
 
 

@@ -14,9 +14,10 @@
  * ACK's path label (DRB only), writes it into the UDP source port (the
  * switches hash it with ECMP, or follow the label in SCHEME_HOST_ROUTED mode:
  * lb_label.h) and returns it; it returns 0 and changes nothing otherwise.
- * host_lb_ack(skb_flow, ev, marked) runs in the NIC's ingress program on
- * every ACK: REPS recycles the entropy an unmarked ACK brings back. No
- * user-space work per packet: the state is in maps, as on a SmartNIC.
+ * host_lb_ack(rc, flow, ev, marked, local, remote, now) runs in the NIC's
+ * ingress program on every ACK: REPS recycles the entropy an unmarked ACK
+ * brings back, one propagation round trip later (below). No user-space work
+ * per packet: the state is in maps, as on a SmartNIC.
  *
  * REPS (uet-htsim uec_mp.{h,cpp} UecMpReps; REPS paper, Algorithms 1-2):
  *   per connection (flow id) a circular buffer of REPS_SLOTS entropies with
@@ -25,9 +26,24 @@
  *   buffer overwrites its oldest), a marked one is discarded. The state word
  *   changes by compare-and-swap, so egress and ingress may race on two CPUs;
  *   an update that loses 4 races in a row gives up (a fresh entropy, or an
- *   entropy not recycled) and counts HLB_GIVEUP. Freezing (on a
- *   retransmission timeout) needs loss recovery, which runs do not have:
- *   not implemented, and never triggered without losses.
+ *   entropy not recycled) and counts HLB_GIVEUP.
+ *   Feedback delay (delay.h): an ACK reaches the NIC one propagation round
+ *   trip early, so with run_cfg.prop_ns set its entropy (and its ECN echo)
+ *   waits in a delay line per host and path class (a FIFO: every path of a
+ *   class is as long, so entries become usable in order) until its ready
+ *   time, and the buffer above sees it only then: whoever sends a data
+ *   packet or receives an ACK of that class first applies every entry that
+ *   is ready (at most REPS_DRAIN_MAX at a time). The line must hold every
+ *   ACK of a round trip (REPS_DELAY_SLOTS); an entry overwritten before it
+ *   was usable is lost and counted (HLB_DELAY_LOST). With prop_ns 0 the
+ *   entropy is recycled at once, as before.
+ *   Freezing (REPS paper, uet-htsim): the transport (traffic/sender.c) sets
+ *   frozen_until on a retransmission timeout of a connection that is neither
+ *   frozen nor exploring; while frozen, packets cycle through the 8 stored
+ *   entropies in order, valid or not (HLB_FROZEN; HLB_FREEZES counts the
+ *   freezes that sent a packet), and the first ACK applied after
+ *   frozen_until unfreezes it: the buffer is cleared and the next
+ *   REPS_EXPLORE_PKTS packets take fresh random entropies (HLB_EXPLORE).
  * DRB (Cao et al., CoNEXT 2013, as the Ofan paper describes it): per
  *   (flow, size class) a rotation pointer (fetch-add) over the paths valid
  *   for both ends, random start (testbed.dataplane.switches.reset_state).
@@ -50,6 +66,7 @@
 #include "maps.h"
 #include "parse.h"
 #include "ack.h"
+#include "delay.h"
 #include "lb_mask.h"
 #include "lb_draw.h"
 
@@ -67,12 +84,30 @@ static __always_inline void host_lb_count(__u32 host, __u32 what)
         __sync_fetch_and_add(c, 1);
 }
 
-/* The entropy of the next data packet: the oldest valid one, or `fresh`. *kind says which: HLB_RECYCLED,
- * HLB_FRESH or HLB_FIRST_RTT (fresh, no ACK back yet). */
-static __always_inline __u16 reps_take(struct reps_state *st, __u16 fresh, __u32 *kind, __u32 *gave_up)
+/* The entropy of the next data packet: while exploring, `fresh`; while frozen, the next stored slot in order;
+ * else the oldest valid one, or `fresh`. *kind says which: HLB_RECYCLED, HLB_FRESH, HLB_FIRST_RTT (fresh, no
+ * ACK back yet), HLB_EXPLORE or HLB_FROZEN. */
+static __always_inline __u16 reps_take(struct reps_state *st, __u16 fresh, __u64 now, __u32 *kind, __u32 *gave_up,
+                                       __u32 *froze)
 {
-    *kind = (*(volatile __u64 *)&st->ctl & REPS_ACKED) ? HLB_FRESH : HLB_FIRST_RTT;
+    __u64 acked = *(volatile __u64 *)&st->ctl & REPS_ACKED;
+    *kind = acked ? HLB_FRESH : HLB_FIRST_RTT;
     *gave_up = 0;
+    *froze = 0;
+    __u64 ex = *(volatile __u64 *)&st->explore;
+    if (ex && __sync_val_compare_and_swap(&st->explore, ex, ex - 1) == ex) {
+        *kind = HLB_EXPLORE;
+        return fresh;
+    }
+    __u64 fu = *(volatile __u64 *)&st->frozen_until;
+    if (fu && now < fu) {
+        __u64 pos = __sync_fetch_and_add(&st->frozen_pos, 1);
+        *froze = pos == 0;
+        if (!acked)
+            return fresh; /* nothing stored yet */
+        *kind = HLB_FROZEN;
+        return st->ev[pos & (REPS_SLOTS - 1)];
+    }
 #pragma unroll
     for (int i = 0; i < REPS_TRIES; i++) {
         __u64 ctl = *(volatile __u64 *)&st->ctl;
@@ -110,6 +145,59 @@ static __always_inline __u32 reps_recycle(struct reps_state *st, __u16 ev)
     return 1;
 }
 
+/* An ACK, as the paper's sender would see it (one propagation round trip after it reached the NIC): it ends a
+ * freeze that is over, then recycles its entropy unless it echoes CE. */
+static __always_inline void reps_apply(__u32 flow, __u16 ev, __u32 marked, __u64 now, __u32 host)
+{
+    struct reps_state *st = reps.lookup(&flow);
+    if (!st)
+        return;
+    __u64 fu = *(volatile __u64 *)&st->frozen_until;
+    if (fu && now >= fu && __sync_val_compare_and_swap(&st->frozen_until, fu, 0) == fu) {
+#pragma unroll
+        for (int i = 0; i < REPS_TRIES; i++) { /* clear the buffer: no valid slot, head and ACKED kept */
+            __u64 ctl = *(volatile __u64 *)&st->ctl;
+            if (__sync_val_compare_and_swap(&st->ctl, ctl, ctl & ~(0xFFULL | (0xFULL << REPS_COUNT_SHIFT))) == ctl)
+                break;
+        }
+        st->explore = REPS_EXPLORE_PKTS;
+    }
+    if (!marked && reps_recycle(st, ev))
+        host_lb_count(host, HLB_GIVEUP);
+}
+
+/* Apply the entries of delay line `line` (host * PATH_CLASSES + class) that are ready by `now`, oldest first. */
+static __always_inline void reps_drain(__u32 line, __u64 now, __u32 host)
+{
+    struct reps_cursor *cur = reps_cursor.lookup(&line);
+    if (!cur)
+        return;
+#pragma clang loop unroll(disable)
+    for (int i = 0; i < REPS_DRAIN_MAX; i++) {
+        __u64 t = *(volatile __u64 *)&cur->tail;
+        __u64 h = *(volatile __u64 *)&cur->head;
+        if (t >= h)
+            return;
+        __u32 idx = line * REPS_DELAY_SLOTS + (__u32)(t & (REPS_DELAY_SLOTS - 1));
+        struct reps_pending *e = reps_delay.lookup(&idx);
+        if (!e)
+            return;
+        __u64 meta = *(volatile __u64 *)&e->meta;
+        __s8 gen = (__s8)(((meta >> 48) & 0xFF) - (((t >> REPS_DELAY_LOG2) + 1) & 0xFF));
+        if (gen < 0)
+            return; /* entry t is still being written */
+        if (gen == 0 && *(volatile __u64 *)&e->ready_ns > now)
+            return; /* not usable yet, nor any after it */
+        if (__sync_val_compare_and_swap(&cur->tail, t, t + 1) != t)
+            continue; /* another CPU took it */
+        if (gen > 0) {
+            host_lb_count(host, HLB_DELAY_LOST); /* overwritten by entry t + REPS_DELAY_SLOTS: the line was full */
+            continue;
+        }
+        reps_apply(meta & 0xFFFFFF, (meta >> 24) & 0xFFFF, (meta >> 40) & 1, now, host);
+    }
+}
+
 /* The UDP source port that labels path bit `bit` (see the contract). */
 static __always_inline __u16 host_label(__u32 bit, __u32 between_pods)
 {
@@ -118,8 +206,9 @@ static __always_inline __u16 host_label(__u32 bit, __u32 between_pods)
     return LABEL_TAG | (agg << LABEL_BITS) | core;
 }
 
-static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 scheme)
+static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, struct run_cfg *rc, __u64 now)
 {
+    __u32 scheme = rc->host_lb;
     struct tb_eth *eth;
     struct tb_ipv4 *ip;
     struct tb_udp *udp;
@@ -145,11 +234,15 @@ static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 schem
         struct reps_state *st = reps.lookup(&flow);
         if (!st)
             return 0;
-        __u32 kind, gave_up;
-        port = reps_take(st, lb_draw(skb, 0) & 0xFFFF, &kind, &gave_up);
+        if (rc->prop_ns) /* what of this path class's feedback is usable by now */
+            reps_drain(src->host * PATH_CLASSES + delay_links(src, dst) / 2 - 1, now, src->host);
+        __u32 kind, gave_up, froze;
+        port = reps_take(st, lb_draw(skb, 0) & 0xFFFF, now, &kind, &gave_up, &froze);
         host_lb_count(src->host, kind);
         if (gave_up)
             host_lb_count(src->host, HLB_GIVEUP);
+        if (froze)
+            host_lb_count(src->host, HLB_FREEZES);
     } else if (scheme == HOST_LB_DRB || scheme == HOST_LB_ETHEREAL) {
         if (is_ack && scheme == HOST_LB_ETHEREAL)
             return 0; /* the reverse of its data packet's path */
@@ -184,12 +277,29 @@ static __always_inline __u32 host_lb_transmit(struct __sk_buff *skb, __u32 schem
     return port;
 }
 
-/* An ACK reached the sender's NIC: REPS recycles its entropy unless it echoes CE. */
-static __always_inline void host_lb_ack(__u32 scheme, __u32 flow, __u16 ev, __u32 marked, __u32 host)
+/* An ACK reached the sender's NIC: REPS applies it one propagation round trip later (at once without
+ * propagation). `local` and `remote` are the sender's and the receiver's dst_info. */
+static __always_inline void host_lb_ack(struct run_cfg *rc, __u32 flow, __u16 ev, __u32 marked,
+                                        struct dst_info *local, struct dst_info *remote, __u64 now)
 {
-    if (scheme != HOST_LB_REPS || marked)
+    if (rc->host_lb != HOST_LB_REPS)
         return;
-    struct reps_state *st = reps.lookup(&flow);
-    if (st && reps_recycle(st, ev))
-        host_lb_count(host, HLB_GIVEUP);
+    if (!rc->prop_ns) {
+        reps_apply(flow, ev, marked, now, local->host);
+        return;
+    }
+    __u32 links = delay_links(local, remote);
+    __u32 line = local->host * PATH_CLASSES + links / 2 - 1;
+    struct reps_cursor *cur = reps_cursor.lookup(&line);
+    if (!cur)
+        return;
+    __u64 i = __sync_fetch_and_add(&cur->head, 1);
+    __u32 idx = line * REPS_DELAY_SLOTS + (__u32)(i & (REPS_DELAY_SLOTS - 1));
+    struct reps_pending *e = reps_delay.lookup(&idx);
+    if (!e)
+        return;
+    *(volatile __u64 *)&e->ready_ns = delay_ready_ns(rc, now, links);
+    *(volatile __u64 *)&e->meta = (__u64)(flow & 0xFFFFFF) | (__u64)ev << 24 | (__u64)(marked & 1) << 40 |
+                                  (((i >> REPS_DELAY_LOG2) + 1) & 0xFF) << 48; /* last: the entry is whole */
+    reps_drain(line, now, local->host);
 }

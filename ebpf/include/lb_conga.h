@@ -26,6 +26,16 @@
  *   read at the destination edge switch, from the fabric: Congestion-From-
  *     Leaf[source edge][LBTag] = CE and Congestion-To-Leaf[source edge]
  *     [FB_LBTag] = FB_Metric, both stamped with the DRE period.
+ * Feedback delay (delay.h): a fed-back metric arrives one propagation round
+ * trip between the two edge switches early (the CE crossed the forward path
+ * and the feedback the reverse one without delay), so a Congestion-To-Leaf
+ * entry is a delay line of CONGA_FB_SLOTS slots (struct conga_fb): a write
+ * goes into the newest slot if that opened less than half a round trip ago,
+ * else opens the next one; each slot is usable from its last write plus the
+ * round trip (2 x 2 links x run_cfg.prop_ns within a pod, 2 x 4 between
+ * pods), and a decision reads the newest usable slot, aged from when it
+ * became usable. So the metric a decision sees is between one and one and a
+ * half round trips old (exactly the last write without propagation).
  * Feedback rides on whatever goes the other way: run CONGA with ACKs.
  * Mirrored by testbed.dataplane.models.model_conga and conga_header.
  * Concurrency: the DRE takes fetch-adds; tables are plain stores (last
@@ -58,6 +68,38 @@ static __always_inline __u64 conga_epoch(struct lb_cfg *c, __u64 now)
     return c->dre_ns ? now / c->dre_ns : 0;
 }
 
+/* Congestion-To-Leaf as a decision at `now` sees it: the newest slot usable by then, aged (0 if none). */
+static __always_inline __u64 conga_fb_read(struct conga_fb *fb, __u64 now, __u64 epoch, __u32 age)
+{
+    __u64 best = 0, m = 0;
+#pragma unroll
+    for (int i = 0; i < CONGA_FB_SLOTS; i++) {
+        struct conga_slot *sl = &fb->slot[i];
+        __u64 r = sl->ready_ns;
+        __u64 v = lb_sel(lb_lt(age, lb_score_clamp(epoch - sl->epoch)), 0, sl->metric & 7);
+        __u64 take = lb_lt(r, now + 1) & lb_lt(best, r + 1) & lb_lt(0, r);
+        m = lb_sel(take, v, m);
+        best = lb_sel(take, r, best);
+    }
+    return m;
+}
+
+/* A fed-back metric arrived at `now`; usable after `delay` ns. */
+static __always_inline void conga_fb_put(struct conga_fb *fb, __u32 metric, __u64 now, __u64 delay, struct lb_cfg *c)
+{
+    __u64 h = fb->head & (CONGA_FB_SLOTS - 1);
+    struct conga_slot *sl = &fb->slot[h];
+    if (!delay || !sl->ready_ns || now - sl->open_ns >= delay / 2) {
+        h = (h + 1) & (CONGA_FB_SLOTS - 1);
+        fb->head = h;
+        sl = &fb->slot[h];
+        sl->open_ns = now;
+    }
+    sl->metric = metric;
+    sl->epoch = conga_epoch(c, now + delay);
+    sl->ready_ns = now + delay;
+}
+
 static __always_inline __u32 lb_conga_pick(__u32 sw, struct switch_cfg *cfg, __u32 mask, __u32 draw,
                                            __u32 dst_edge, __u64 now)
 {
@@ -78,10 +120,10 @@ static __always_inline __u32 lb_conga_pick(__u32 sw, struct switch_cfg *cfg, __u
         __u64 v = conga_metric(lp->dre, ctau);
         if (edge) {
             __u32 tk = base + i;
-            struct conga_entry *en = conga_to.lookup(&tk);
-            if (!en)
+            struct conga_fb *fb = conga_to.lookup(&tk);
+            if (!fb)
                 return 0;
-            __u64 r = conga_aged(en, epoch, age);
+            __u64 r = conga_fb_read(fb, now, epoch, age);
             v = lb_sel(lb_lt(v, r), r, v);
         }
         sc->score[i] = lb_sel((mask >> i) & 1, v, LB_SCORE_INVALID);
@@ -157,8 +199,12 @@ static __always_inline void conga_hop(struct __sk_buff *skb, struct tb_ipv4 *ip,
         __u32 k1 = pk + tag;
         conga_put(conga_from.lookup(&k1), (id >> CONGA_CE_SHIFT) & 7, epoch);
     }
-    if (ft < W) {
+    struct run_cfg *rc = run_cfg.lookup(&zero);
+    struct conga_fb *fb;
+    if (ft < W && rc) {
         __u32 k2 = pk + ft;
-        conga_put(conga_to.lookup(&k2), id & 7, epoch);
+        fb = conga_to.lookup(&k2);
+        if (fb) /* the edges' round trip: 2 links each way within a pod, 4 between pods */
+            conga_fb_put(fb, id & 7, now, 2 * (cfg->pod == src->pod ? 2 : 4) * rc->prop_ns, c);
     }
 }

@@ -57,8 +57,12 @@ struct lb_scores {
     __u64 score[W];
 };
 BPF_PERCPU_ARRAY(lb_scratch, struct lb_scores, 1);
-/* flow id => REPS state of the connection (host_lb.h) */
-BPF_ARRAY(reps, struct reps_state, N_FLOWS);
+/* flow id => REPS state of the connection (host_lb.h); mmapped by the transport, which freezes a connection */
+BPF_F_TABLE("array", int, struct reps_state, reps, N_FLOWS, (1U << 10) /* BPF_F_MMAPABLE */);
+/* (host * PATH_CLASSES + path class) * REPS_DELAY_SLOTS + i => REPS's delay line of returned entropies */
+BPF_ARRAY(reps_delay, struct reps_pending, N_HOSTS * PATH_CLASSES * REPS_DELAY_SLOTS);
+/* host * PATH_CLASSES + path class => that delay line's cursors */
+BPF_ARRAY(reps_cursor, struct reps_cursor, N_HOSTS * PATH_CLASSES);
 /* flow id * N_CLASSES + size class => DRB rotation pointer (fetch-add counter) */
 BPF_ARRAY(drb_ptr, __u64, N_FLOWS * N_CLASSES);
 /* source edge (global index) * N_EDGES + destination edge => bitmask of the host-routed paths valid for both
@@ -84,8 +88,9 @@ BPF_ARRAY(sw_ports, __u32, N_SWITCHES * K);
 /* switch id * N_KEYS + destination edge (global index) => SGLB: the quality band toward that edge the switch
  * last flooded to its neighbours (aggregation and top switches; lb_sample.h) */
 BPF_ARRAY(sglb_view, __u32, N_SWITCHES * N_KEYS);
-/* (edge * N_EDGES + destination edge) * W + tag => CONGA's Congestion-To-Leaf: the path's metric, from feedback */
-BPF_ARRAY(conga_to, struct conga_entry, N_EDGES * N_EDGES * W);
+/* (edge * N_EDGES + destination edge) * W + tag => CONGA's Congestion-To-Leaf: the path's metric, from feedback,
+ * as a delay line (usable one propagation round trip after it arrived) */
+BPF_ARRAY(conga_to, struct conga_fb, N_EDGES * N_EDGES * W);
 /* (edge * N_EDGES + source edge) * W + tag => CONGA's Congestion-From-Leaf: the CE that arrived on that path */
 BPF_ARRAY(conga_from, struct conga_entry, N_EDGES * N_EDGES * W);
 /* edge * N_EDGES + destination edge => CONGA: which tag's metric the next packet feeds back (fetch-add) */

@@ -42,6 +42,17 @@
 #define LABEL_BITS 5
 /* REPS: entropies per connection (uet-htsim uec_mp.h: 8-slot circular buffer) */
 #define REPS_SLOTS 8
+/* REPS's delay line (host_lb.h): the entropies ACKs bring back wait here, per host NIC and path class, until
+ * one propagation round trip after their ACK reached the NIC. A path class is a path's number of links: 2, 4 or
+ * 6 (class = links / 2 - 1). A line holds REPS_DELAY_SLOTS ACKs; the propagation a run may ask for with REPS is
+ * bounded by it (testbed.run.params). */
+#define PATH_CLASSES 3
+#define REPS_DELAY_LOG2 10
+#define REPS_DELAY_SLOTS (1 << REPS_DELAY_LOG2)
+#define REPS_DRAIN_MAX 8   /* ready entries applied per packet sent or ACK received */
+#define REPS_EXPLORE_PKTS 16 /* fresh random entropies after a connection leaves freezing (uet-htsim) */
+/* CONGA's fed-back metrics (lb_conga.h): each Congestion-To-Leaf entry is a short delay line */
+#define CONGA_FB_SLOTS 4
 
 /* switch_cfg.pipe_size value for pOfan with per-CPU pointers */
 #define PIPES_PER_CPU 0
@@ -159,6 +170,24 @@ struct ack_rx {
 struct reps_state {
     __u64 ctl;
     __u16 ev[REPS_SLOTS];
+    __u64 frozen_until; /* freezing (host_lb.h): while now < this, cycle through ev[] valid or not; 0: not frozen.
+                         * Written by the transport (traffic/sender.c) on a retransmission timeout */
+    __u64 frozen_pos;   /* the next slot a frozen connection sends on */
+    __u64 explore;      /* packets still to send on fresh random entropies (after leaving freezing) */
+};
+
+/* One ACK's entropy in a delay line: reps_delay[(host * PATH_CLASSES + class) * REPS_DELAY_SLOTS + i % SLOTS].
+ * meta packs flow (bits 0-23), entropy (24-39), marked (40) and a generation (48-55: (i / SLOTS + 1) mod 256),
+ * written last, so a reader knows entry i from a stale one. */
+struct reps_pending {
+    __u64 ready_ns;     /* when the entropy becomes usable: the ACK's arrival + the path's propagation RTT */
+    __u64 meta;
+};
+
+/* A delay line's cursors: reps_cursor[host * PATH_CLASSES + class] (entries [tail, head) are waiting). */
+struct reps_cursor {
+    __u64 head;         /* entries written (fetch-add by the ACK path) */
+    __u64 tail;         /* entries applied or skipped (compare-and-swap by whoever drains) */
 };
 
 /* Per host NIC: host_lb_cnt[host id * HLB_COUNTERS + i] */
@@ -167,7 +196,11 @@ struct reps_state {
 #define HLB_LABELLED 2  /* DRB, Ethereal: data packets given a path label */
 #define HLB_GIVEUP   3  /* REPS: state updates that lost 4 compare-and-swap races (entropy drawn fresh) */
 #define HLB_FIRST_RTT 4 /* REPS: on a fresh one before any ACK came back (the first round trip) */
-#define HLB_COUNTERS 5
+#define HLB_DELAY_LOST 5 /* REPS: returned entropies overwritten in a full delay line before they were usable */
+#define HLB_FROZEN   6  /* REPS: data packets sent while the connection was frozen */
+#define HLB_FREEZES  7  /* REPS: times a connection entered freezing (a retransmission timeout) */
+#define HLB_EXPLORE  8  /* REPS: data packets sent exploring (fresh random entropies after freezing) */
+#define HLB_COUNTERS 9
 
 /* Run-wide settings: run_cfg[0]. */
 struct run_cfg {
@@ -180,6 +213,8 @@ struct run_cfg {
                          * departure stamp, receivers drop duplicates (rx_seen), ACKs go to ack_events */
     __u32 pad;
     __u64 buffer_bytes; /* per switch port: a packet that would take its queue beyond this is dropped (0: no limit) */
+    __u64 prop_ns;      /* propagation delay of one link: every feedback signal is usable 2 x links x this after it
+                         * reached the data plane (delay.h); 0: at once */
 };
 
 /* One ACK back at its sender, for the user-space transport (ack_events). */
@@ -243,11 +278,26 @@ struct lb_port {
     __u32 pad;
 };
 
-/* A CONGA table entry: conga_to / conga_from[(edge * N_EDGES + other edge) * W + tag]. */
+/* A CONGA table entry: conga_from[(edge * N_EDGES + other edge) * W + tag]. */
 struct conga_entry {
     __u32 metric;        /* 0 .. 7 */
     __u32 pad;
     __u64 epoch;         /* the DRE period it was written in */
+};
+
+/* A fed-back metric on its way: one slot of a Congestion-To-Leaf delay line (lb_conga.h). */
+struct conga_slot {
+    __u32 metric;        /* 0 .. 7 */
+    __u32 pad;
+    __u64 epoch;         /* the DRE period it becomes usable in */
+    __u64 ready_ns;      /* usable from then: its last write + the edges' propagation RTT (0: never written) */
+    __u64 open_ns;       /* its first write: a slot takes every write for half a round trip, then the next opens */
+};
+
+/* conga_to[(edge * N_EDGES + destination edge) * W + tag]: Congestion-To-Leaf, the path's metric from feedback. */
+struct conga_fb {
+    struct conga_slot slot[CONGA_FB_SLOTS];
+    __u64 head;          /* the slot written last */
 };
 
 /* Counter indices: counters[i]. */

@@ -196,6 +196,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks)
     params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
+    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, a.payload, a.acks)
+    params.check_propagation(tree, rate)
     if a.events:
         from ..run.faults import parse_timeline
 
@@ -209,7 +211,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             with Fabric.attach(a.prefix) as fab:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
         else:
-            spec = FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree, a.payload, a.acks), prefix=a.prefix,
+            spec = FabricSpec(k=k, rate_bps=rate, prefix=a.prefix,
                               scheme=(scheme or Scheme.ECMP).switch_scheme, seed=a.seed, pipe_size=a.pipe_size,
                               topology=tree.kind)
             with Fabric(spec) as fab:
@@ -254,11 +256,14 @@ def cmd_compare(a: argparse.Namespace) -> int:
     for c in configs:
         c.validate(FatTree(k).switch_ports)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
-    for c in configs:  # every cell's parameters are valid before anything is touched
-        RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
-                  buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a)).check_fabric(tree)
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
+    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, acks=a.acks)
+    for c in configs:  # every cell's parameters are valid before anything is touched
+        p0 = RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
+                       buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a))
+        p0.check_fabric(tree)
+        p0.check_propagation(tree, rate)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
     if (out / "summary.csv").exists():
         raise RunError(f"{out} already holds a comparison")
@@ -279,8 +284,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
             with Fabric.attach(a.prefix) as fab:
                 df = run_all(fab)
         else:
-            with Fabric(FabricSpec(k=k, rate_bps=args.resolve_rate(a.rate, tree, acks=a.acks), prefix=a.prefix,
-                                   topology=tree.kind)) as fab:
+            with Fabric(FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, topology=tree.kind)) as fab:
                 df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)

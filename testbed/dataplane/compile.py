@@ -24,14 +24,16 @@ from typing import Any
 
 from ..topology import IFINDEX_BASE, FatTree
 from . import models, program_cache
-from .maps import ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, RINGBUF_MAPS, pin_dir, prog_id
+from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, PATH_CLASSES, REPS_DELAY_SLOTS, RINGBUF_MAPS, AckRx,
+                   CongaEntry, CongaFb, FlowRx, LbPort, PortInfo, PortQ, RepsCursor, RepsPending, RepsState, pin_dir,
+                   prog_id)
 
 EBPF_DIR = Path(__file__).resolve().parents[2] / "ebpf"
 SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
 ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
 
 
-MAX_FLOW_IDS = 1 << 20  # per-flow state (136 bytes each): all-to-all on k=16's 1,024 hosts fits
+MAX_FLOW_IDS = 1 << 20  # per-flow state (Dims.map_bytes): all-to-all on k=16's 1,024 hosts fits
 
 
 @dataclass(frozen=True)
@@ -67,13 +69,17 @@ class Dims:
     def map_bytes(self, ncpu: int) -> int:
         """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
         and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, REPS state and DRB pointers
-        per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port state,
-        flooded views and CONGA's tables."""
+        per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port
+        state, flooded views, CONGA's tables and REPS's delay lines (the structs' sizes from their mirrors)."""
+        per_flow = ct.sizeof(FlowRx) + ct.sizeof(AckRx) + ct.sizeof(RepsState) + 8 * models.N_CLASSES
         return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
-                + 4 * self.n_switches * self.n_keys + (64 + 32 + 24 + 16) * self.n_flows + 200 * self.n_ifindex
+                + 4 * self.n_switches * self.n_keys + per_flow * self.n_flows
+                + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
                 + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges + 8 * N_SEEN
-                + ACK_EVENT_BYTES + 48 * self.n_ifindex + 36 * self.n_switches * self.n_keys
-                + (32 * self.w + 8) * self.n_edges * self.n_edges)
+                + ACK_EVENT_BYTES + 36 * self.n_switches * self.n_keys
+                + (ct.sizeof(CongaFb) + ct.sizeof(CongaEntry)) * self.w * self.n_edges * self.n_edges
+                + 8 * self.n_edges * self.n_edges
+                + (ct.sizeof(RepsPending) * REPS_DELAY_SLOTS + ct.sizeof(RepsCursor)) * PATH_CLASSES * self.n_hosts)
 
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",

@@ -69,10 +69,22 @@ class AckRx(ct.Structure):
 
 
 REPS_SLOTS = 8
+PATH_CLASSES = 3  # a path's links: 2, 4 or 6 (class = links / 2 - 1)
+REPS_DELAY_SLOTS = 1024
+CONGA_FB_SLOTS = 4
 
 
 class RepsState(ct.Structure):
-    _fields_ = [("ctl", u64), ("ev", ct.c_uint16 * REPS_SLOTS)]
+    _fields_ = [("ctl", u64), ("ev", ct.c_uint16 * REPS_SLOTS), ("frozen_until", u64), ("frozen_pos", u64),
+                ("explore", u64)]
+
+
+class RepsPending(ct.Structure):
+    _fields_ = [("ready_ns", u64), ("meta", u64)]
+
+
+class RepsCursor(ct.Structure):
+    _fields_ = [("head", u64), ("tail", u64)]
 
 
 ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
@@ -80,7 +92,7 @@ ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
 
 class RunCfg(ct.Structure):
     _fields_ = [("acks", u32), ("nic_ps_per_byte", u32), ("host_lb", u32), ("ecn_unit", u32),
-                ("ecn_thresh", u64), ("cc", u32), ("pad", u32), ("buffer_bytes", u64)]
+                ("ecn_thresh", u64), ("cc", u32), ("pad", u32), ("buffer_bytes", u64), ("prop_ns", u64)]
 
 
 LB_DECAY_STEPS = 64
@@ -101,9 +113,19 @@ class CongaEntry(ct.Structure):
     _fields_ = [("metric", u32), ("pad", u32), ("epoch", u64)]
 
 
-HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT = range(5)  # host_lb_cnt[host * 5 + i]
-HOST_LB_COUNTERS = 5
-HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt")
+class CongaSlot(ct.Structure):
+    _fields_ = [("metric", u32), ("pad", u32), ("epoch", u64), ("ready_ns", u64), ("open_ns", u64)]
+
+
+class CongaFb(ct.Structure):
+    _fields_ = [("slot", CongaSlot * CONGA_FB_SLOTS), ("head", u64)]
+
+
+HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT, HLB_DELAY_LOST, HLB_FROZEN, HLB_FREEZES, \
+    HLB_EXPLORE = range(9)  # host_lb_cnt[host * HOST_LB_COUNTERS + i]
+HOST_LB_COUNTERS = 9
+HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt", "delay_lost", "frozen",
+                         "freezes", "explore")
 
 CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW, \
     CNT_LABEL_INVALID, CNT_LB_SAMPLES, CNT_LB_FLOODS, CNT_LB_DECAYS = range(11)
@@ -138,6 +160,8 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "counters": (u32, u64),
     "rx_total": (u32, u64),  # per-CPU
     "reps": (u32, RepsState),
+    "reps_delay": (u32, RepsPending),
+    "reps_cursor": (u32, RepsCursor),
     "drb_ptr": (u32, u64),
     "host_paths": (u32, u64),
     "host_lb_cnt": (u32, u64),
@@ -148,7 +172,7 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "lb_epoch": (u32, u64),
     "sw_ports": (u32, u32),
     "sglb_view": (u32, u32),
-    "conga_to": (u32, CongaEntry),
+    "conga_to": (u32, CongaFb),
     "conga_from": (u32, CongaEntry),
     "conga_fb_ptr": (u32, u64),
 }

@@ -21,7 +21,7 @@ import numpy as np
 from ..topology import FatTree, Level, Node
 from . import control, models, sampled, schemes
 from .compile import Dims
-from .maps import HOST_LB_COUNTERS, DstInfo, LbCfg, Maps, PortInfo, SwitchCfg
+from .maps import HOST_LB_COUNTERS, PATH_CLASSES, DstInfo, LbCfg, Maps, PortInfo, SwitchCfg
 from .schemes import Scheme
 
 
@@ -159,12 +159,19 @@ def set_sampled_active(maps: Maps, tree: FatTree) -> int:
 
 
 def reset_host_state(maps: Maps, tree: FatTree, seed: int, max_fid: int) -> None:
-    """Fresh host NIC state for flow ids 1..max_fid, drawn from `seed`: REPS buffers empty, DRB pointers at a
-    random start (each flow and size class), the per-host counters at 0."""
+    """Fresh host NIC state for flow ids 1..max_fid, drawn from `seed`: REPS buffers empty and not frozen, REPS's
+    delay lines skipped to their end (an entry left by an earlier run is never applied: a line's slots are
+    only read at indices written from now on, whose generations differ), DRB pointers at a random start (each
+    flow and size class), the per-host counters at 0."""
     rng = np.random.default_rng(seed)
     n = (max_fid + 1) * models.N_CLASSES
     maps.drb_ptr.set_range(rng.integers(0, 1 << 32, size=n, dtype=np.uint64))
     maps.reps.zero(max_fid + 1)
+    lines = tree.n_hosts * PATH_CLASSES
+    cursors = maps.reps_cursor.read_array(lines)
+    for c in cursors:
+        c.tail = c.head
+    maps.reps_cursor.write(cursors)
     maps.host_lb_cnt.zero(tree.n_hosts * HOST_LB_COUNTERS)
 
 

@@ -157,6 +157,7 @@ class Evidence:
     loop: LoopTiming | None = None  # transport runs: how late the user-space transport acted
     nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty
     timers: TimerLateness | None = None  # the qdisc timers' lateness (testbed.fabric.qdisc_timers); None: not observed
+    feedback_lost: int = 0  # REPS entropies overwritten in a full delay line before they were usable (host_lb.h)
 
     @property
     def timing_excess_share(self) -> float:
@@ -292,6 +293,9 @@ def _reasons(e: Evidence) -> list[str]:
                    f"{100 * STEAL_MAX:.0f} %): rerun on a quieter machine or at a lower rate")
     if e.max_giveups:
         out.append(f"{e.max_giveups} queue-maximum updates gave up under contention: the maxima may be low")
+    if e.feedback_lost:
+        out.append(f"{e.feedback_lost} REPS entropies were lost in a full delay line before their propagation "
+                   f"round trip was over: the feedback the paper's REPS would have had is missing")
     if e.loop is not None:
         out += _transport_reasons(e.loop)
     return out

@@ -77,10 +77,12 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     if p.scheme is not None:
         SchemeConfig(p.scheme.switch_scheme, p.pipe_size).validate(tree.switch_ports)
     p.check_fabric(tree)
+    p.check_propagation(tree, spec.rate_bps)
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")
-    tp = p.transport(spec.rate_bps)
+    rtts = p.flow_base_rtts_ns(tree, flows, spec.rate_bps)
+    tp = p.transport(spec.rate_bps, max(rtts.values()))
     seen_words = [(f.fid, math.ceil(pk.count(f.size_bytes) / 64)) for f in flows] if tp.on else []
     if sum(n for _, n in seen_words) > N_SEEN:
         raise RunError(f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
@@ -119,9 +121,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         assert p.scheme is not None
         scheme_label = p.scheme.label
     ecn = p.ecn()
+    prop = _propagation(p, tree, flows, spec.rate_bps, pk)
     maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate), host_lb=host_lb,
                                ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value, cc=int(tp.on),
-                               buffer_bytes=p.port_buffer()))
+                               buffer_bytes=p.port_buffer(), prop_ns=round(prop.link_s * 1e9)))
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
     if tp.on:
@@ -129,7 +132,6 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     switches.reset_host_state(maps, tree, p.seed, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES if p.acks else 0
-    prop = _propagation(p, tree, flows, spec.rate_bps, pk)
     bound0 = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
                                        nic_burst_bytes=nic_burst_of(spec, pk))
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
@@ -153,8 +155,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     try:
         with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, qdisc_timers.watch() as timers, \
                 tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
-            return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff, bound0), prop, configs, scheme_label,
-                            run_dir,
+            return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff, bound0), prop, rtts, configs,
+                            scheme_label, run_dir,
                             list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
                             Path(trace_dir) / "windows.bin", timers)
     except KeyboardInterrupt:
@@ -195,7 +197,7 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
 
 
 def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
-             bounds: tuple[float, float, float], prop: Propagated, configs: dict[str, SchemeConfig], scheme_label: str,
+             bounds: tuple[float, float, float], prop: Propagated, rtts: dict[int, int], configs: dict[str, SchemeConfig], scheme_label: str,
              run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
              timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path,
              timers: qdisc_timers.Watch | None) -> Result:
@@ -217,7 +219,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
-                     tp, trace_path)
+                     tp, rtts, trace_path)
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
@@ -285,7 +287,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
         nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness))
+        sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
+        sum(c["delay_lost"] for c in host_counts.values())))
     util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
@@ -393,7 +396,8 @@ def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
 
 
 def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
-          timeline: faults.Timeline, fault: str | None, tp: Transport, trace_path: Path) -> SendReport:
+          timeline: faults.Timeline, fault: str | None, tp: Transport, rtts: dict[int, int],
+          trace_path: Path) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -403,7 +407,8 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "trace_path": str(trace_path),
+        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "base_rtts_ns": rtts,
+                     "trace_path": str(trace_path),
                      "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0])} if tp.on else {}
         # a transport run can take longer: timeouts, and windows smaller than the BDP
         timeout_s = (10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps

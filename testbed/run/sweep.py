@@ -108,7 +108,9 @@ class Matrix:
             kind = (cell.workload, cell.size, cell.k, cell.scheme, cell.payload, cell.pipe_size)
             if kind not in checked:  # the seed changes the flows, not whether the fabric can carry them
                 checked.add(kind)
-                cell.params(self).check_fabric(FatTree(cell.k, "tbs", self.topology))
+                tree = FatTree(cell.k, "tbs", self.topology)
+                cell.params(self).check_fabric(tree)
+                cell.params(self).check_propagation(tree, self.rate_for(cell.k))
 
     def configs(self) -> list[SchemeConfig]:
         return parse_schemes(",".join(self.schemes))
@@ -234,7 +236,8 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["fidelity_reasons"] = "; ".join(f["reasons"])
     timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers: NaN in the table
     row["fidelity_timer_late_max_s"] = float(timers.get("max_s", float("nan")))
-    for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups"):
+    for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups", "delay_lost", "frozen", "freezes",
+                 "explore"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
     row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))

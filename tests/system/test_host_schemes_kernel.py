@@ -8,7 +8,9 @@ its random draws from the packet's cb).
   writes (entropy or path label), and the state it leaves (REPS buffer, DRB
   pointer): 1,000 random cases per host scheme and fabric, zero mismatches.
 - host_ingress: REPS recycles the entropy of an unmarked ACK, drops a
-  marked one's.
+  marked one's; with propagation, only once its ready time has come (a
+  propagation round trip after the ACK reached the NIC), oldest first, and an
+  entry overwritten in a full delay line is counted lost, never applied.
 - switch_ingress: CE is set exactly when the queue a packet joins, itself
   included, holds more than the threshold (packets or bytes) of the exact
   queue map, and only on ECN-capable packets.
@@ -91,8 +93,9 @@ def py_reps(v: CRepsState) -> RepsState:
     return RepsState(int(v.ctl), tuple(int(e) for e in v.ev))
 
 
-def set_cfg(maps: Maps, host_lb: int = 0, ecn_unit: int = ECN_OFF, ecn_thresh: int = 0) -> None:
-    maps.run_cfg.set(0, RunCfg(acks=1, nic_ps_per_byte=0, host_lb=host_lb, ecn_unit=ecn_unit, ecn_thresh=ecn_thresh))
+def set_cfg(maps: Maps, host_lb: int = 0, ecn_unit: int = ECN_OFF, ecn_thresh: int = 0, prop_ns: int = 0) -> None:
+    maps.run_cfg.set(0, RunCfg(acks=1, nic_ps_per_byte=0, host_lb=host_lb, ecn_unit=ecn_unit, ecn_thresh=ecn_thresh,
+                               prop_ns=prop_ns))
 
 
 def egress_case(hs: Harness, scheme: Scheme, rng: random.Random) -> tuple[tuple[int, int, RepsState],
@@ -160,6 +163,63 @@ def test_reps_recycles_unmarked_acks(h: Harness) -> None:
         assert rv == 4  # TC_ACT_STOLEN: an ACK ends at its sender's NIC
         mismatches += py_reps(maps.reps.get(flow)) != host_models.reps_recycle(st, ev, marked)
     assert mismatches == 0
+
+
+def _reps_send(h: Harness, src: Node, dst: Node, flow: int, draw: int) -> int:
+    """A data packet of `flow` leaving src's NIC (the edge switch's ingress on its behalf): its entropy."""
+    tree = h.tree
+    ctx = SkBuff(ingress_ifindex=tree.port(tree.edge_of(src.name), src.name).ifindex)
+    ctx.cb[1], ctx.cb[2] = DRAWS_SUPPLIED, draw
+    rv, out, data = prog_test_run_data(h.compiled.fds["switch_ingress"], roce(tree, src, dst, 1, OPCODE_SEND, flow, 0),
+                                       ctx)
+    assert rv == 0
+    return int(struct.unpack("!H", data[34:36])[0])
+
+
+def _reps_ack(h: Harness, src: Node, dst: Node, flow: int, ev: int, marked: bool = False) -> None:
+    rv, _, _ = prog_test_run_data(h.compiled.fds["host_ingress"],
+                                  roce(h.tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff())
+    assert rv == 4
+
+
+def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:
+    import time
+
+    from testbed.dataplane.maps import HLB_DELAY_LOST, HOST_LB_COUNTERS, PATH_CLASSES, REPS_DELAY_SLOTS
+    from testbed.dataplane.switches import reset_host_state
+    from testbed.topology.timebase import path_links
+
+    tree, maps = h.tree, h.maps
+    src, dst = tree.hosts[0], tree.hosts[-1]
+    links = path_links(tree, src.nid, dst.nid)
+    line = src.nid * PATH_CLASSES + links // 2 - 1
+    prop_ns = 2_000_000  # per link: the entropy is usable 2 x links x 2 ms after its ACK came back
+    flow, fresh = 7, 0x1111
+    reset_host_state(maps, tree, 1, 64)
+    set_cfg(maps, Scheme.REPS.host_lb, prop_ns=prop_ns)
+    t0 = time.monotonic()
+    for ev in (0xA001, 0xA002, 0xA003):
+        _reps_ack(h, src, dst, flow, ev)
+    assert maps.reps_cursor.get(line).head - maps.reps_cursor.get(line).tail == 3  # waiting in the line
+    taken = _reps_send(h, src, dst, flow, fresh)
+    if time.monotonic() - t0 < 2 * links * prop_ns / 1e9:  # (a slow machine may have passed the ready time)
+        assert taken == fresh and py_reps(maps.reps.get(flow)).count == 0
+    time.sleep(2 * links * prop_ns / 1e9 + 0.005)
+    assert [_reps_send(h, src, dst, flow, fresh) for _ in range(4)] == [0xA001, 0xA002, 0xA003, fresh]
+    assert maps.reps_cursor.get(line).tail == maps.reps_cursor.get(line).head
+
+    # a full line: REPS_DELAY_SLOTS + 5 ACKs before any is usable; the 5 oldest are overwritten, never applied
+    reset_host_state(maps, tree, 1, 64)
+    for i in range(REPS_DELAY_SLOTS + 5):
+        _reps_ack(h, src, dst, flow, 0xB000 + i)
+    time.sleep(2 * links * prop_ns / 1e9 + 0.005)
+    for _ in range(REPS_DELAY_SLOTS):  # each send applies up to REPS_DRAIN_MAX ready entries, then takes one
+        _reps_send(h, src, dst, flow, fresh)
+    assert maps.reps_cursor.get(line).tail == maps.reps_cursor.get(line).head
+    assert int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + HLB_DELAY_LOST).value) == 5
+    st = py_reps(maps.reps.get(flow))
+    assert 0xB000 + 4 not in st.ev  # an overwritten entry never reaches the buffer
+    set_cfg(maps)
 
 
 def test_reps_buffer_fills_then_recycles_in_order() -> None:

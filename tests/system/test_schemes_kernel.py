@@ -21,7 +21,8 @@ import pytest
 
 from testbed.dataplane import models, sampled, switches
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.maps import CongaEntry, LbPort, Maps, PortQ, SkBuff, prog_test_run, prog_test_run_data
+from testbed.dataplane.maps import (CongaEntry, CongaFb, LbPort, Maps, PortQ, SkBuff, prog_test_run,
+                                   prog_test_run_data)
 from testbed.dataplane.models import Decision, SampledInputs
 from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
@@ -160,7 +161,7 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
             remote = tuple(0 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
             remote_epochs = tuple(epoch - rng.randrange(0, 2 * CONGA_AGE + 2) for _ in ups)
             for t, (m, ep) in enumerate(zip(remote, remote_epochs)):
-                maps.conga_to.set(base + t, CongaEntry(metric=m, epoch=ep))
+                maps.conga_to.set(base + t, fb_entry(m, ep))
             ptr = rng.getrandbits(40)
             fb = (ptr, rng.randrange(sampled.LB_BANDS), epoch - rng.randrange(0, 2 * CONGA_AGE + 2))
             maps.conga_fb_ptr.set(e * tree.n_edges + dst_edge, ptr)
@@ -169,6 +170,19 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
         st.ip_id = rng.getrandbits(16)
     st.inputs = SampledInputs(quality, remote, remote_epochs, dre, ctau, epoch, CONGA_AGE)
     return st
+
+
+def fb_entry(metric: int, epoch: int) -> CongaFb:
+    """A Congestion-To-Leaf delay line holding one usable metric (in its slot 0, ready long ago)."""
+    fb = CongaFb()
+    fb.slot[0].metric, fb.slot[0].epoch, fb.slot[0].ready_ns, fb.slot[0].open_ns = metric, epoch, 1, 1
+    return fb
+
+
+def fb_newest(fb: CongaFb) -> tuple[int, int]:
+    """(metric, epoch) of a delay line's slot written last."""
+    sl = fb.slot[fb.head % len(fb.slot)]
+    return int(sl.metric), int(sl.epoch)
 
 
 def check_conga_hop(hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st: Sampled, frame_len: int,
@@ -534,7 +548,7 @@ def test_conga_destination_edge_records_ce_and_feedback(h: Harness) -> None:
         base = (tree.edge_global(sw) * tree.n_edges + es) * tree.w
         for t in range(tree.w):
             maps.conga_from.set(base + t, CongaEntry(metric=9, epoch=1))
-            maps.conga_to.set(base + t, CongaEntry(metric=9, epoch=1))
+            maps.conga_to.set(base + t, fb_entry(9, 1))
         ip_id = rng.getrandbits(16)
         epoch = epoch_now()
         maps.lb_epoch.set(sw.nid * sampled.LB_TICKS + sampled.LB_TICK_DRE, epoch)
@@ -549,8 +563,39 @@ def test_conga_destination_edge_records_ce_and_feedback(h: Harness) -> None:
         if ft < tree.w:
             want_to[ft] = (fm, epoch)
         got_from = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [maps.conga_from.get(base + t)]}
-        got_to = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [maps.conga_to.get(base + t)]}
+        got_to = {t: fb_newest(maps.conga_to.get(base + t)) for t in range(tree.w)}
         assert (got_from, got_to) == (want_from, want_to), hex(ip_id)
+
+
+def test_conga_feedback_waits_one_round_trip(h: Harness) -> None:
+    """With propagation, a fed-back metric opens a new slot of its Congestion-To-Leaf delay line, usable one
+    round trip of the two edges later (2 x 2 links x D within a pod, 2 x 4 between pods); writes within half a
+    round trip of the slot's opening go into the same slot; the slot usable before stays as it was."""
+    from testbed.dataplane.maps import RunCfg
+
+    tree, maps = h.tree, h.maps
+    switches.write_lb_cfg(maps, frozen_settings(tree, sampled.LB_CONGA))
+    prop_ns = 50_000_000
+    maps.run_cfg.set(0, RunCfg(acks=1, prop_ns=prop_ns))
+    edge = tree.by_name[tree.edge_of(tree.hosts[0].name)]
+    dst = tree.hosts[0]
+    for src in (tree.hosts[tree.hosts_per_edge], tree.hosts[-1]):  # another edge of the pod; another pod
+        links = 2 if src.pod == dst.pod else 4
+        es = tree.edge_global(tree.by_name[tree.edge_of(src.name)])
+        k = (tree.edge_global(edge) * tree.n_edges + es) * tree.w + 0
+        maps.conga_to.set(k, fb_entry(5, 1))
+        inport = tree.uplinks(edge.name)[0].ifindex
+        ids = [(0 << 3) | m for m in (2, 3)]  # FB_LBTag 0, FB_Metric 2 then 3; LBTag 0 CE 0
+        t0 = time.monotonic_ns()
+        for ip_id in ids:
+            prog_test_run(h.fd, packet(tree, src, dst, 1500, 4000, (7 << 11) | ip_id), SkBuff(ingress_ifindex=inport))
+        t1 = time.monotonic_ns()
+        fb = maps.conga_to.get(k)
+        new = fb.slot[fb.head % len(fb.slot)]
+        assert fb.head % len(fb.slot) == 1 and int(new.metric) == 3  # one slot opened, the second write in it
+        assert t0 + 2 * links * prop_ns <= new.ready_ns <= t1 + 2 * links * prop_ns
+        assert (int(fb.slot[0].metric), int(fb.slot[0].ready_ns)) == (5, 1)  # what a decision reads until then
+    maps.run_cfg.set(0, RunCfg(acks=1))
 
 
 def sglb_shift(maps: Maps, tree: FatTree, fd: int, flood_ns: int, phase_s: float = 0.04) -> float:

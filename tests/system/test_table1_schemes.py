@@ -78,7 +78,7 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
     if scheme is Scheme.CONGA:  # the DREs counted the uplinks' bytes, and feedback arrived over the ACKs
         assert sum(1 for p in ups if maps.lb_port.get(p.ifindex).dre > 0) > len(ups) // 2
         n = tree.n_edges
-        written = [maps.conga_to.get(i).epoch for i in range(n * n * tree.w)]
+        written = [max(sl.ready_ns for sl in maps.conga_to.get(i).slot) for i in range(n * n * tree.w)]
         pairs = {i // tree.w for i, e in enumerate(written) if e}
         crossing = {(tree.edge_global(tree.by_name[tree.edge_of(f["src"])]) * n
                      + tree.edge_global(tree.by_name[tree.edge_of(f["dst"])])) for f in r["flow_stats"]

@@ -58,6 +58,7 @@ FAULTS = {
     "late NICs": ({"timing_excess_pkts": 1.6, "nic_late_pkts": {"h0": 0.4, "h1": 1.3}},
                   "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3"),
     "late NICs, short run": ({"timing_excess_pkts": 1.6, "bound_pkts": 14.75}, "can have added 10.8 %"),
+    "REPS feedback lost": ({"feedback_lost": 3}, "3 REPS entropies were lost in a full delay line"),
 }
 
 

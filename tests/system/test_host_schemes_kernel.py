@@ -210,8 +210,12 @@ def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:
 
     # a full line: REPS_DELAY_SLOTS + 5 ACKs before any is usable; the 5 oldest are overwritten, never applied
     reset_host_state(maps, tree, 1, 64)
+    prop_ns = 20_000_000  # long enough for all the ACKs to arrive before the first is usable
+    set_cfg(maps, Scheme.REPS.host_lb, prop_ns=prop_ns)
+    t0 = time.monotonic()
     for i in range(REPS_DELAY_SLOTS + 5):
         _reps_ack(h, src, dst, flow, 0xB000 + i)
+    assert time.monotonic() - t0 < 2 * links * prop_ns / 1e9
     time.sleep(2 * links * prop_ns / 1e9 + 0.005)
     for _ in range(REPS_DELAY_SLOTS):  # each send applies up to REPS_DRAIN_MAX ready entries, then takes one
         _reps_send(h, src, dst, flow, fresh)

@@ -24,8 +24,10 @@
  * argv: deadline_s sndbuf_bytes [fault] [KEY=VALUE ...]
  * With cc=dctcp|swift|nscc (and the constants of traffic/transport.py as KEY=VALUE) it is a transport run:
  * each flow window-limited and ACK-clocked (transport.h, cca.h), the ACKs read from the kernel's ring
- * (ring=PATH, ringbuf.h) by one ACK thread that acts on each one base_ns after it reached the NIC; after the
- * flow lines, one line "LATENESS ..." and the window trace written to trace=PATH.
+ * (ring=PATH, ringbuf.h) by one ACK thread that acts on each its flow's base RTT after it reached the NIC;
+ * after the flow lines, one line "LATENESS ..." and the window trace written to trace=PATH. With reps=PATH
+ * (the pinned REPS state, reps_entries=N of them) a retransmission timeout freezes the flow's REPS
+ * connection for reps_freeze_ns (ebpf/include/host_lb.h).
  * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
  * sender thread of the G-th source namespace US microseconds after the
  * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet; "wake:US" makes every
@@ -54,6 +56,7 @@
 #include <unistd.h>
 
 #include "cca.h"
+#include "../ebpf/include/shared.h" /* struct reps_state */
 #include "ringbuf.h"
 #include "transport.h"
 
@@ -144,6 +147,10 @@ static struct {
     char trace[512];
     size_t trace_cap;
     unsigned long stall_after, stall_us; /* fault ackstall:N:US: the ACK thread sleeps US after N ACKs */
+    char reps[512];          /* REPS runs: the pinned reps map, mmapped (its entries are struct reps_state) */
+    size_t reps_entries;
+    uint64_t reps_freeze_ns; /* how long a timeout freezes a REPS connection */
+    struct reps_state *reps_map;
 } tcfg;
 
 static uint64_t mono_ns(void)
@@ -562,6 +569,19 @@ static struct fifo *next_due(uint64_t now)
     return best;
 }
 
+/* A retransmission timeout of flow `fid` freezes its REPS connection, unless it is frozen or exploring already
+ * (REPS paper, uet-htsim): the NIC then cycles through its stored entropies until the freeze is over. */
+static void reps_freeze(uint32_t fid, uint64_t now)
+{
+    if (!tcfg.reps_map || fid >= tcfg.reps_entries)
+        return;
+    struct reps_state *st = &tcfg.reps_map[fid];
+    if (__atomic_load_n(&st->frozen_until, __ATOMIC_ACQUIRE) || __atomic_load_n(&st->explore, __ATOMIC_ACQUIRE))
+        return;
+    __atomic_store_n(&st->frozen_pos, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&st->frozen_until, now + tcfg.reps_freeze_ns, __ATOMIC_RELEASE);
+}
+
 static void check_timeouts(uint64_t now)
 {
     for (int i = 0; i < n_flows; i++) {
@@ -572,6 +592,7 @@ static void check_timeouts(uint64_t now)
         pthread_mutex_lock(&g->mu);
         if (tp_rto_due(&f->tp, now)) {
             tp_rto(&f->tp, now);
+            reps_freeze(f->fid, now);
             trace_add(now, f, f->tp.una, 0, 0, CCA_R_RTO);
             if (g->waiting && !g->woken_ns) {
                 g->woken_ns = now;
@@ -625,10 +646,32 @@ static void *run_acks(void *arg)
     return NULL; /* the sender threads wait at most 50 ms at a time and see the deadline or their flows done */
 }
 
+static int reps_open(void)
+{
+    union bpf_attr attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.pathname = (uint64_t)(unsigned long)tcfg.reps;
+    int fd = (int)syscall(__NR_bpf, BPF_OBJ_GET, &attr, sizeof(attr));
+    if (fd < 0)
+        return -1;
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t len = (tcfg.reps_entries * sizeof(struct reps_state) + page - 1) / page * page;
+    void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (m == MAP_FAILED)
+        return -1;
+    tcfg.reps_map = m;
+    return 0;
+}
+
 static int transport_setup(struct group *groups, int n_groups)
 {
     if (rb_open(&ring, tcfg.ring, tcfg.ring_bytes) < 0) {
         fprintf(stderr, "testbed-sender: cannot open the ACK ring %s: %s\n", tcfg.ring, strerror(errno));
+        return -1;
+    }
+    if (tcfg.reps[0] && reps_open() < 0) {
+        fprintf(stderr, "testbed-sender: cannot map the REPS state %s: %s\n", tcfg.reps, strerror(errno));
         return -1;
     }
     for (int i = 0; i < n_flows; i++) {
@@ -800,6 +843,12 @@ int main(int argc, char **argv)
             snprintf(tcfg.ring, sizeof(tcfg.ring), "%s", v);
         else if (KEY("ring_bytes"))
             tcfg.ring_bytes = strtoull(v, NULL, 10);
+        else if (KEY("reps"))
+            snprintf(tcfg.reps, sizeof(tcfg.reps), "%s", v);
+        else if (KEY("reps_entries"))
+            tcfg.reps_entries = strtoull(v, NULL, 10);
+        else if (KEY("reps_freeze_ns"))
+            tcfg.reps_freeze_ns = strtoull(v, NULL, 10);
         else if (KEY("base_ns"))
             tcfg.base_ns = strtoull(v, NULL, 10);
         else if (KEY("pkt_ns"))

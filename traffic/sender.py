@@ -29,7 +29,8 @@ from .workloads import Flow
 SOURCE = Path(__file__).with_name("sender.c")
 # the transport's parts, compiled with it
 SOURCES = tuple(Path(__file__).with_name(n) for n in ("sender.c", "cca.c", "transport.c"))
-HEADERS = tuple(Path(__file__).with_name(n) for n in ("cca.h", "transport.h", "ringbuf.h"))
+HEADERS = tuple(Path(__file__).with_name(n) for n in ("cca.h", "transport.h", "ringbuf.h")) + (
+    Path(__file__).resolve().parents[1] / "ebpf" / "include" / "shared.h",)  # struct reps_state
 BINARY = Path(__file__).resolve().parents[1] / "build" / "testbed-sender"
 # Kernel doubles this; at ~8.7 KB of truesize per 4 KB packet it lets about
 # ten packets wait in the NIC queue: the NIC never starves while its sender
@@ -111,6 +112,16 @@ class Lateness:
     trace_records: int
 
 
+@dataclass(frozen=True)
+class RepsFreeze:
+    """REPS in a transport run: the pinned map of its connections' state (`entries` of them), mapped by the
+    sender, and how long a retransmission timeout freezes a connection."""
+
+    map_path: str
+    entries: int
+    freeze_ns: int
+
+
 @dataclass
 class SendReport:
     flows: dict[int, FlowSent] = field(default_factory=dict)
@@ -131,7 +142,7 @@ class Senders:
     def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
                  fault: str | None = None, line_rate_bps: int = 0, transport: Transport | None = None,
                  paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "",
-                 base_rtts_ns: dict[int, int] | None = None) -> None:
+                 base_rtts_ns: dict[int, int] | None = None, reps: RepsFreeze | None = None) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
         counting source hosts in order of their first flow. A flow with a start
@@ -139,11 +150,13 @@ class Senders:
         With a `transport` that is on, every flow is window-limited (traffic/transport.py): `paths[fid]` is
         its number of equal-cost paths (the duplicate-ACK threshold is 3 more), `base_rtts_ns[fid]` its base
         RTT (how long after reaching the sender's NIC its ACKs are acted on; default the transport's),
-        `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. A fault "ackstall:N:US" makes the
+        `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. With `reps`, a
+        retransmission timeout freezes the flow's REPS connection (ebpf/include/host_lb.h). A fault "ackstall:N:US" makes the
         transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU)."""
         self.transport = transport if transport is not None and transport.on else None
         self.paths = paths or {}
         self.base_rtts_ns = base_rtts_ns or {}
+        self.reps = reps
         self.ring_path = ring_path
         self.trace_path = trace_path
         self.line_rate_bps = line_rate_bps
@@ -178,6 +191,9 @@ class Senders:
         if self.transport is not None:
             argv += self.transport.options() + [f"ring={self.ring_path}"]
             argv += [f"trace={self.trace_path}"] if self.trace_path else []
+            if self.reps is not None:
+                argv += [f"reps={self.reps.map_path}", f"reps_entries={self.reps.entries}",
+                         f"reps_freeze_ns={self.reps.freeze_ns}"]
         proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         on_start(proc.pid)

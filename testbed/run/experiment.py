@@ -25,14 +25,15 @@ import numpy as np
 import pandas as pd
 
 from traffic.packet import ACK_FRAME_BYTES, Packetizer
-from traffic.sender import Endpoint, Senders, SendReport
+from traffic.sender import Endpoint, RepsFreeze, Senders, SendReport
 from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
 from ..dataplane import control, sampled, switches
 from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
                               RunCfg, pin_dir)
-from ..dataplane.schemes import SchemeConfig
+from ..dataplane.compile import Dims
+from ..dataplane.schemes import Scheme, SchemeConfig
 from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
 from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
@@ -41,7 +42,7 @@ from ..fabric.observe import qdisc_stats
 from ..measure import collector, fidelity, metrics, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
-from ..topology.timebase import Propagation, path_links
+from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
 from .params import Result, RunError, RunParams
 
@@ -219,7 +220,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
-                     tp, rtts, trace_path)
+                     tp, rtts, trace_path, p.scheme is Scheme.REPS)
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
@@ -397,7 +398,7 @@ def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
 
 def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
           timeline: faults.Timeline, fault: str | None, tp: Transport, rtts: dict[int, int],
-          trace_path: Path) -> SendReport:
+          trace_path: Path, reps: bool) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -407,7 +408,9 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "base_rtts_ns": rtts,
+        freeze = RepsFreeze(os.path.join(pin_dir(prefix), "reps"), Dims.of(fab.tree).n_flows,
+                            round(reps_freeze_s(fab.spec.rate_bps) * 1e9)) if reps else None
+        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "base_rtts_ns": rtts, "reps": freeze,
                      "trace_path": str(trace_path),
                      "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0])} if tp.on else {}
         # a transport run can take longer: timeouts, and windows smaller than the BDP

@@ -26,6 +26,7 @@ PAPER_RATE_BPS = 800e9
 PAPER_LINK_DELAY_S = 0.5e-6
 PAPER_WIRE_FRAME_BYTES = 4096 + 62 + 20  # payload, headers (FCS included), inter-frame gap + preamble + SFD
 PAPER_LINK_DELAY_PKTS = PAPER_LINK_DELAY_S * PAPER_RATE_BPS / 8 / PAPER_WIRE_FRAME_BYTES  # 11.97
+PAPER_REPS_FREEZE_S = 10e-3  # REPS's freezing lasts 10 ms in uet-htsim (HOST-SCHEMES.md), at 800 Gbit/s
 KINDS = ("paper", "pkts", "seconds")
 _NUM = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 _PKTS = ("p", "pkt", "pkts", "packets")
@@ -74,6 +75,13 @@ class Propagation:
 
 PAPER = Propagation()
 NONE = Propagation("pkts", 0.0)
+
+
+def reps_freeze_s(rate_bps: float) -> float:
+    """How long a retransmission timeout freezes a REPS connection at the emulated rate: uet-htsim's 10 ms at
+    800 Gbit/s, kept in packet times (about 239,000: longer than any run here, so a frozen connection stays
+    frozen)."""
+    return PAPER_REPS_FREEZE_S * PAPER_RATE_BPS / rate_bps
 
 
 def parse_propagation(text: str) -> Propagation:

@@ -226,6 +226,38 @@ def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:
     set_cfg(maps)
 
 
+def test_reps_freezing_cycles_the_stored_entropies_then_explores(h: Harness) -> None:
+    """Frozen (the transport saw a timeout): packets take the 8 stored entropies in order, valid or not. The
+    first ACK applied after the freeze ends it: the buffer is emptied and 16 packets explore on fresh
+    entropies before recycling resumes."""
+    import time
+
+    from testbed.dataplane.maps import HLB_EXPLORE, HLB_FREEZES, HLB_FROZEN, HOST_LB_COUNTERS
+    from testbed.dataplane.switches import reset_host_state
+
+    tree, maps = h.tree, h.maps
+    src, dst = tree.hosts[0], tree.hosts[-1]
+    flow, fresh = 9, 0x2222
+    reset_host_state(maps, tree, 1, 64)
+    set_cfg(maps, Scheme.REPS.host_lb)
+    st = c_reps(RepsState.pack(0b11, 2, 2, tuple(0xE000 + i for i in range(8)), acked=True))  # slots 0, 1 valid
+    st.frozen_until = time.monotonic_ns() + 200_000_000
+    st.frozen_pos = 0
+    maps.reps.set(flow, st)
+    taken = [_reps_send(h, src, dst, flow, fresh) for _ in range(10)]
+    assert taken == [0xE000 + i % 8 for i in range(10)]  # in order, invalid slots included, wrapping
+    cnt = [int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + i).value) for i in (HLB_FROZEN, HLB_FREEZES)]
+    assert cnt == [10, 1]
+    time.sleep(0.21)
+    _reps_ack(h, src, dst, flow, 0xF000)  # the freeze is over: cleared, exploring, and this entropy recycled
+    after = maps.reps.get(flow)
+    assert after.frozen_until == 0 and after.explore == 16 and py_reps(after).count == 1
+    taken = [_reps_send(h, src, dst, flow, fresh) for _ in range(17)]
+    assert taken == [fresh] * 16 + [0xF000]
+    assert int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + HLB_EXPLORE).value) == 16
+    set_cfg(maps)
+
+
 def test_reps_buffer_fills_then_recycles_in_order() -> None:
     """The model itself: eight unmarked ACKs fill the buffer; packets then reuse them oldest first."""
     st = RepsState()

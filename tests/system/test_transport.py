@@ -1,8 +1,8 @@
 """Congestion control in the loop (--cc) on a real k=4 fabric: every byte
 delivered exactly once under each CCA with two schemes, loss recovery
 through a small buffer, each CCA's reaction on a two-to-one incast, the
-paced blast untouched by --cc none, and a starved transport caught by the
-verdict."""
+paced blast untouched by --cc none, a starved transport caught by the
+verdict, and REPS freezing on a retransmission timeout."""
 
 from __future__ import annotations
 
@@ -85,6 +85,17 @@ def test_loss_recovery_through_a_small_buffer(fab: Fabric, tmp_path: Any) -> Non
     exactly_once(r)
     assert max(p["drops"] for p in r["ports"]) > 0  # counted at the port that dropped
     assert set(w["rule"].unique()) & {"loss", "timeout"}
+
+
+def test_a_timeout_freezes_reps(fab: Fabric, tmp_path: Any) -> None:
+    """Three-packet buffers: REPS loses packets, some flows time out, and each timeout freezes its connection
+    (the NIC then cycles through its stored entropies): every packet still arrives exactly once."""
+    r, _ = go(fab, tmp_path / "run", "permutation", MB, Scheme.REPS, cc="dctcp", buffer_bytes=3 * 4158, seed=2)
+    exactly_once(r)
+    timeouts = sum(f["timeouts"] for f in r["flow_stats"])
+    hl = r["host_lb"]
+    assert timeouts > 0 and 0 < hl["freezes"] <= timeouts
+    assert hl["frozen"] > 0 and hl["delay_lost"] == 0
 
 
 def test_dctcp_halves_its_window_under_persistent_marking(fab: Fabric, tmp_path: Any) -> None:

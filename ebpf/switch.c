@@ -57,7 +57,8 @@ int switch_ingress(struct __sk_buff *skb)
     if (pi->to_host && rc) {
         /* the NIC's departure: the time its link handed the frame over (netif_rx stamps skb->tstamp, on the
          * real-time clock, while a run keeps timestamping on), not when this softirq got to it */
-        queue_nic_depart(pi->peer_ifindex, skb->len, skb->tstamp ? skb->tstamp : now, rc->nic_ps_per_byte);
+        queue_nic_depart(pi->peer_ifindex, skb->len, skb->tstamp ? skb->tstamp : now, rc->nic_ps_per_byte,
+                         rc->wire_overhead);
         /* the host NIC's load-balancing choice, made as the frame leaves the NIC (host_lb.h) */
         skb->cb[4] = rc->host_lb ? host_lb_transmit(skb, rc, now) : 0;
         if (rc->cc)

@@ -66,6 +66,7 @@ class Transport:
     rate_bps: int
     payload: int
     buffer_bytes: int
+    wire_overhead: int = 0  # bytes a link charges per frame beyond its length (packet.WIRE_EXTRA)
 
     def __post_init__(self) -> None:
         if self.cc not in CCAS:
@@ -79,8 +80,8 @@ class Transport:
 
     @property
     def pkt_ns(self) -> float:
-        """One data frame at line rate."""
-        return Packetizer(self.payload).frame_len(self.payload) * 8 / self.rate_bps * 1e9
+        """One data frame's line time at line rate."""
+        return Packetizer(self.payload, self.wire_overhead).wire_len(self.payload) * 8 / self.rate_bps * 1e9
 
     @property
     def bdp_pkts(self) -> float:

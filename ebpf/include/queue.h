@@ -33,7 +33,8 @@
  * means; the other gaps are the NIC's own); the number of data frames sent back to
  * back (less than half a frame time after the previous one); and the time of
  * the last data frame with the bytes the NIC had sent up to it, ACKs
- * included (how late the NIC finished its own data). A host's
+ * included (how late the NIC finished its own data). Frame times and those
+ * bytes count `overhead` per frame: the line time the TBF charges. A host's
  * frames leave one TBF in order; two CPUs' softirqs racing on the same NIC
  * can misorder a pair, which these plain stores then see as one short gap.
  */
@@ -120,12 +121,13 @@ static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
     q->last_rx_ns = now;
 }
 
-static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now, __u32 ps_per_byte)
+static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now, __u32 ps_per_byte,
+                                             __u32 overhead)
 {
     struct port_q *q = port_q.lookup(&ifindex);
     if (!q || !ps_per_byte || len <= ACK_FRAME_BYTES)
         return; /* ACKs leave when data arrives: the NIC's own periodicity is its data frames' */
-    __u64 frame_ns = len * ps_per_byte / 1000;
+    __u64 frame_ns = (len + overhead) * ps_per_byte / 1000;
     __u64 last = q->nic_last_ns;
     __u64 gap = last && now > last ? now - last : 0;
     __u64 w = last ? q->nic_work_ns : 0;
@@ -142,6 +144,7 @@ static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now
     if (last && q->nic_dry && gap > q->nic_dry_gap_max_ns)
         q->nic_dry_gap_max_ns = gap;
     q->nic_dry = *(volatile __u64 *)&q->pkts == 0;
-    q->nic_data_bytes = q->rx_bytes; /* every frame the NIC sent up to this data frame, ACKs included */
+    /* every frame the NIC sent up to this data frame, ACKs included, in bytes of line time */
+    q->nic_data_bytes = q->rx_bytes + q->rx_pkts * overhead;
     q->nic_last_data_ns = q->last_rx_ns; /* on the same clock as first_rx_ns (queue_sub) */
 }

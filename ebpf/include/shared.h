@@ -211,7 +211,8 @@ struct run_cfg {
     __u64 ecn_thresh;   /* mark CE when the queue a packet joins, itself included, holds more than this */
     __u32 cc;           /* 1: a user-space transport is in the loop (transport.h): data frames carry their NIC
                          * departure stamp, receivers drop duplicates (rx_seen), ACKs go to ack_events */
-    __u32 pad;
+    __u32 wire_overhead; /* bytes every link charges per frame beyond skb->len (FCS, gap, preamble): the NICs'
+                          * periodic server counts them (queue.h) */
     __u64 buffer_bytes; /* per switch port: a packet that would take its queue beyond this is dropped (0: no limit) */
     __u64 prop_ns;      /* propagation delay of one link: every feedback signal is usable 2 x links x this after it
                          * reached the data plane (delay.h); 0: at once */

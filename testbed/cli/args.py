@@ -8,7 +8,7 @@ import argparse
 import os
 from typing import Any, NoReturn
 
-from traffic.packet import DEFAULT_PAYLOAD
+from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA
 
 from ..dataplane.schemes import Scheme, SchemeError, parse_pipe_size
 from ..fabric import state
@@ -170,6 +170,23 @@ def add_propagation(sp: argparse.ArgumentParser) -> None:
                          f"{PAPER_LINK_DELAY_PKTS:.2f} packet times at the emulated rate), packet times (12pkts), a "
                          f"duration at the emulated rate (2ms), or 0 (none). Added to each flow's completion and "
                          f"bound, and to every feedback loop (docs: README, \"Propagation\")")
+
+
+def wire_overhead(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the wire overhead is a whole number of bytes, got {text!r}") from None
+    if not 0 <= v <= 256:
+        raise argparse.ArgumentTypeError(f"the wire overhead must be in [0, 256] bytes, got {v}")
+    return v
+
+
+def add_wire_overhead(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--wire-overhead", type=wire_overhead, default=WIRE_EXTRA, metavar="BYTES",
+                    help=f"bytes every link charges per frame beyond what the kernel counts (default {WIRE_EXTRA}: "
+                         f"the paper's 4 B FCS and 20 B of gap and preamble, so a 4,096 B payload takes 4,178 B of "
+                         f"line time; 0: bare veth frames). A fabric's, fixed when it is built")
 
 
 def add_topology(sp: argparse.ArgumentParser) -> None:

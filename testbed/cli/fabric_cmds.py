@@ -26,6 +26,7 @@ def add_up(sub: Any) -> None:
                     help=f"one of {', '.join(s.label for s in switch_schemes())}")
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
+    args.add_wire_overhead(up)
     args.add_topology(up)
     args.add_common(up)
 
@@ -34,7 +35,7 @@ def cmd_up(a: argparse.Namespace) -> int:
     topology = a.topology or "fattree"
     rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
     spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
-                      pipe_size=a.pipe_size, topology=topology)
+                      pipe_size=a.pipe_size, topology=topology, wire_overhead=a.wire_overhead)
     args.need_root()
     fab = Fabric(spec)
     try:

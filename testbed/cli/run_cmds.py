@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traffic.packet import DEFAULT_PAYLOAD, Packetizer
+from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.workloads import ORDERS, WORKLOADS
 
 from ..dataplane.schemes import Scheme, SchemeConfig
@@ -52,6 +52,7 @@ def add_run(sub: Any) -> None:
                      help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     args.add_propagation(run)
+    args.add_wire_overhead(run)
     add_ecn(run)
     add_transport(run)
     add_sampled(run)
@@ -197,7 +198,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks)
     params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
     rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, a.payload, a.acks)
-    params.check_propagation(tree, rate)
+    params.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
     if a.events:
         from ..run.faults import parse_timeline
 
@@ -211,7 +212,7 @@ def cmd_run(a: argparse.Namespace) -> int:
             with Fabric.attach(a.prefix) as fab:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
         else:
-            spec = FabricSpec(k=k, rate_bps=rate, prefix=a.prefix,
+            spec = FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, wire_overhead=a.wire_overhead,
                               scheme=(scheme or Scheme.ECMP).switch_scheme, seed=a.seed, pipe_size=a.pipe_size,
                               topology=tree.kind)
             with Fabric(spec) as fab:
@@ -233,6 +234,7 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--retries", type=int, default=2, help="re-run invalid runs up to N times (default 2)")
     cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps and conga need it)")
     args.add_propagation(cmp_)
+    args.add_wire_overhead(cmp_)
     add_ecn(cmp_)
     add_sampled(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
@@ -263,7 +265,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         p0 = RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
                        buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a))
         p0.check_fabric(tree)
-        p0.check_propagation(tree, rate)
+        p0.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
     if (out / "summary.csv").exists():
         raise RunError(f"{out} already holds a comparison")
@@ -284,7 +286,8 @@ def cmd_compare(a: argparse.Namespace) -> int:
             with Fabric.attach(a.prefix) as fab:
                 df = run_all(fab)
         else:
-            with Fabric(FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, topology=tree.kind)) as fab:
+            with Fabric(FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, topology=tree.kind,
+                                   wire_overhead=a.wire_overhead)) as fab:
                 df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)
@@ -407,17 +410,17 @@ def cmd_ideal(a: argparse.Namespace) -> int:
         ideal.check(c, work[seeds[0]], Packetizer())
     if a.propagation.kind == "seconds":
         raise RunError("the ideal fabric counts packet times: give --propagation as paper, 0 or packet times (12pkts)")
-    pk = Packetizer()
-    d = a.propagation.link_pkts(1.0, pk.frame_len(pk.payload))
+    pk = Packetizer(wire_overhead=WIRE_EXTRA)  # the fabric's default frames
+    d = a.propagation.link_pkts(1.0, pk.wire_len(pk.payload))
     rows = []
     for c in configs:
         for s in seeds:
-            r = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order, propagation=d)
+            r = ideal.simulate(tree, c, work[s], s, pk, start_jitter=a.start_jitter, order=a.order, propagation=d)
             row = {"scheme": c.label, "seed": s, "cct_increase": r.cct_increase, "cct_pkts": r.cct_pkts,
                    "bound_pkts": r.bound_pkts, "frames": r.frames, "delivered": r.delivered, "max_queue": r.max_queue,
                    "propagation_pkts": d}
             if d > 0:  # the analytic shift of a kernel run, from the same run without propagation
-                r0 = ideal.simulate(tree, c, work[s], s, start_jitter=a.start_jitter, order=a.order)
+                r0 = ideal.simulate(tree, c, work[s], s, pk, start_jitter=a.start_jitter, order=a.order)
                 row["shifted_cct_increase"] = ideal.shifted_cct_pkts(tree, work[s], r0.flow_done, d) / r.bound_pkts - 1
             rows.append(row)
             if a.json:

@@ -4,7 +4,8 @@ would a perfect emulation of this network give?", so a run's CCT increase can
 be split into the network's share and the emulator's.
 
 Time is counted in packet times at the line rate (all frames of the modelled
-workloads are full). Every directed link, the hosts' NICs included, is a
+workloads are full; a frame's line time counts the wire's overhead,
+Packetizer.wire_overhead, as the fabric's links charge it). Every directed link, the hosts' NICs included, is a
 FIFO token bucket like the fabric's TBFs: rate one frame per packet time, a
 bucket of `link_bucket` maximum-size frames (`nic_bucket` for the NICs; about
 2.03 and 1.27 of the workload's 4,154-byte frames), full at the start,
@@ -130,7 +131,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         raise SchemeError(f"propagation must be >= 0 packet times, got {propagation}")
     pk = pk or Packetizer()
     check(config, flows, pk)
-    scale = MAX_FRAME_BYTES / pk.frame_len(pk.payload)  # buckets in the workload's frames
+    scale = (MAX_FRAME_BYTES + pk.wire_overhead) / pk.wire_len(pk.payload)  # buckets in the workload's frames
     link_bucket, nic_bucket = link_bucket * scale, nic_bucket * scale
     rng = random.Random(seed)
     w = tree.w

@@ -92,7 +92,7 @@ ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
 
 class RunCfg(ct.Structure):
     _fields_ = [("acks", u32), ("nic_ps_per_byte", u32), ("host_lb", u32), ("ecn_unit", u32),
-                ("ecn_thresh", u64), ("cc", u32), ("pad", u32), ("buffer_bytes", u64), ("prop_ns", u64)]
+                ("ecn_thresh", u64), ("cc", u32), ("wire_overhead", u32), ("buffer_bytes", u64), ("prop_ns", u64)]
 
 
 LB_DECAY_STEPS = 64

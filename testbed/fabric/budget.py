@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
+from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD, WIRE_EXTRA
 
 from ..topology import FatTree
 
@@ -64,6 +64,6 @@ def round_down(bps: Fraction, digits: int = 2) -> int:
 
 def auto_rate_bps(tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False) -> int:
     """The line rate at which every host sending at line rate (with an ACK per packet, if `acks`) keeps the
-    fabric's host packets within its budget."""
+    fabric's host packets within its budget (frames counted with the wire's overhead, as the links charge them)."""
     per_host = host_packets_per_s(tree) / tree.n_hosts / (2 if acks else 1)
-    return round_down(per_host * (payload + FRAME_OVERHEAD) * 8)
+    return round_down(per_host * (payload + FRAME_OVERHEAD + WIRE_EXTRA) * 8)

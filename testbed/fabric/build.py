@@ -25,6 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from traffic.packet import WIRE_EXTRA
+
 from ..dataplane import switches
 from ..dataplane.compile import Compiled, CompileThread, Dims
 from ..dataplane.maps import Maps
@@ -63,6 +65,7 @@ class FabricSpec:
     seed: int = 1
     pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
     topology: str = "fattree"  # or "leafspine" (testbed.topology)
+    wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (traffic.packet); 0: none
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -71,19 +74,27 @@ class FabricSpec:
             raise ValueError(f"rate must be below {8 * 2**32} bit/s")
         if not 1280 <= self.mtu <= 65535:
             raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
-        if self.burst_bytes and self.burst_bytes < self.mtu + ETH_HLEN:
-            raise ValueError(f"burst must be at least mtu + 14 = {self.mtu + ETH_HLEN} bytes")
+        if not 0 <= self.wire_overhead <= 256:
+            raise ValueError(f"wire overhead must be in [0, 256] bytes, got {self.wire_overhead}")
+        if self.burst_bytes and self.burst_bytes < self.max_frame:
+            raise ValueError(f"burst must be at least one frame on the wire, mtu + 14 + overhead = {self.max_frame} "
+                             f"bytes")
         capacity.check(self.tree())  # validates k, prefix and topology, then that this machine can hold it
         SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
 
     @property
+    def max_frame(self) -> int:
+        """A maximum-size frame's bytes of line time (MTU, Ethernet header and the wire's overhead)."""
+        return self.mtu + ETH_HLEN + self.wire_overhead
+
+    @property
     def burst(self) -> int:
-        return self.burst_bytes or DEFAULT_BURST_FRAMES * (self.mtu + ETH_HLEN)
+        return self.burst_bytes or DEFAULT_BURST_FRAMES * self.max_frame
 
     @property
     def nic_burst(self) -> int:
         """The host NICs' bucket during a run: NIC_BUCKET_FRAMES maximum-size frames (or `burst`, if smaller)."""
-        return min(self.burst, round(NIC_BUCKET_FRAMES * (self.mtu + ETH_HLEN)))
+        return min(self.burst, round(NIC_BUCKET_FRAMES * self.max_frame))
 
     def tree(self) -> FatTree:
         return FatTree(self.k, self.prefix, self.topology)
@@ -160,7 +171,8 @@ class Fabric:
         if st is None or not st.complete:
             raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
         spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
-                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology)
+                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology,
+                          wire_overhead=st.wire_overhead)
         fab = cls(spec)
         fab.owned = False
         fab.maps = Maps(prefix)
@@ -181,7 +193,8 @@ class Fabric:
         times = self.times
         t0 = time.perf_counter()
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
-                                     spec.scheme.label, time.time(), topology=spec.topology))
+                                     spec.scheme.label, time.time(), topology=spec.topology,
+                                     wire_overhead=spec.wire_overhead))
         compiling = CompileThread(Dims.of(tree))
         netns.prepare_run_dir()
         made: dict[str, tuple[Netlink, socket.socket]] = {}
@@ -236,7 +249,7 @@ class Fabric:
                     pass
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
-                                     complete=True, topology=spec.topology))
+                                     complete=True, topology=spec.topology, wire_overhead=spec.wire_overhead))
         times.total_s = time.perf_counter() - t0
 
     def _wait_links_up(self, socks: dict[str, Netlink], timeout_s: float = 30.0) -> None:
@@ -276,7 +289,8 @@ class Fabric:
         spec = self.spec
         reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
         for p in self.tree.ports_of[node.name]:
-            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes))
+            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes,
+                                          overhead=spec.wire_overhead))
             reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
         return reqs
 
@@ -334,7 +348,7 @@ NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (see README, "
 
 
 def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,
-                  peak_ratio: float | None = None) -> None:
+                  peak_ratio: float | None = None, overhead: int = 0) -> None:
     """Re-pace every host NIC (its egress TBF) to `rate_bps`. With a
     `frame_bytes`, the NIC also gets a peak-rate bucket of one frame at
     `peak_ratio` x the rate: a NIC served late catches up at that rate, never
@@ -345,7 +359,7 @@ def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: i
         p = tree.host_port(h.name)
         with netns.entered(tree.ns(h.name)), Netlink() as nl:
             nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True, peak_bps=peak,
-                                      peak_burst_bytes=frame_bytes if peak else 0)])
+                                      peak_burst_bytes=frame_bytes if peak else 0, overhead=overhead)])
 
 
 def _inside_new_namespace() -> tuple[Netlink, socket.socket]:

@@ -141,19 +141,22 @@ def tc_handle(major: int, minor: int) -> int:
 
 
 def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, change: bool = False,
-              peak_bps: int = 0, peak_burst_bytes: int = 0) -> Request:
+              peak_bps: int = 0, peak_burst_bytes: int = 0, overhead: int = 0) -> Request:
     """Root TBF: `rate_bps` in bits/s, burst and limit in bytes (limit makes a
     bfifo child). `change=True` modifies the existing TBF in place. A peak rate
     (above `rate_bps`) with a one-frame `peak_burst_bytes` adds the second
-    bucket: no two frames leave closer than one frame at the peak rate."""
+    bucket: no two frames leave closer than one frame at the peak rate. Every
+    packet costs `overhead` bytes of tokens beyond its length (the ratespecs'
+    overhead: FCS, gap and preamble, which a veth frame does not carry)."""
     rate_Bps = rate_bps // 8
     if not 0 < rate_Bps < 2**32:
         raise ValueError(f"rate {rate_bps} bit/s out of range for tc_ratespec")
     if peak_bps and not (rate_Bps < peak_bps // 8 < 2**32 and peak_burst_bytes > 0):
         raise ValueError(f"peak rate {peak_bps} bit/s must exceed the rate {rate_bps} bit/s, with a peak burst")
     # struct tc_ratespec: cell_log u8, linklayer u8, overhead u16, cell_align s16, mpu u16, rate u32
-    ratespec = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, 0, 0, 0, rate_Bps)
-    peak = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET if peak_bps else 0, 0, 0, 0, peak_bps // 8)
+    ratespec = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, overhead, 0, 0, rate_Bps)
+    peak = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET if peak_bps else 0, overhead if peak_bps else 0, 0, 0,
+                       peak_bps // 8)
     # buffer and mtu (ticks) are recomputed by the kernel from TCA_TBF_BURST/PBURST; give sane values anyway
     buffer_ticks = int(burst_bytes * 1e6 / rate_Bps) * 64  # psched ticks are 1/64 us
     mtu_ticks = int(peak_burst_bytes * 1e6 / (peak_bps // 8)) * 64 if peak_bps else 0

@@ -23,6 +23,7 @@ class FabricState:
     pids: list[int] = field(default_factory=list)
     complete: bool = False
     topology: str = "fattree"
+    wire_overhead: int = 0  # bytes every link charges per frame beyond its length (FabricSpec.wire_overhead)
 
 
 def path(prefix: str) -> str:

@@ -46,12 +46,13 @@ class PortSample:
     buf_ack_drops: int = 0  # ACKs dropped so
     nic_dry_gap_max_ns: int = 0  # host NIC queues: longest gap between data frames that began with the queue empty
 
-    def nic_span(self) -> tuple[int, int]:
-        """A NIC's own sending: from its first frame to its last data frame, and the bytes it sent in between
-        (ACKs sent after its last data frame left are not its lateness); all frames without that record."""
+    def nic_span(self, overhead: int = 0) -> tuple[int, int]:
+        """A NIC's own sending: from its first frame to its last data frame, and the bytes of line time it sent
+        in between (ACKs sent after its last data frame left are not its lateness; the kernel counts that
+        record's bytes with the wire's overhead); all frames without that record, `overhead` bytes each."""
         if self.nic_last_data_ns:
             return self.nic_last_data_ns - self.first_rx_ns, self.nic_data_bytes
-        return self.last_rx_ns - self.first_rx_ns, self.rx_bytes
+        return self.last_rx_ns - self.first_rx_ns, self.rx_bytes + self.rx_pkts * overhead
 
 
 @dataclass(frozen=True)
@@ -78,7 +79,9 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     hop adds no serialisation delay of its own: the bound has no per-hop term
     (see the README, "Measurements"). The same bound serves every
     workload (the paper uses naive bounds beyond permutations). The NICs'
-    bucket is `nic_burst_bytes` (default: the links' `burst_bytes`).
+    bucket is `nic_burst_bytes` (default: the links' `burst_bytes`). Bytes are
+    of line time: each frame's and ACK's (`ack_frame_bytes`) with the wire's
+    overhead (pk.wire_overhead).
 
     Flows that start late (start_bits: their start at line rate): a host
     cannot send, nor its link deliver, a flow's bytes before it starts, so for
@@ -95,7 +98,7 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     into: dict[int, list[tuple[float, int, float]]] = {}  # and receives
     for f in flows:
         t = f.start_bits / rate_bps
-        b = pk.frame_bytes(f.size_bytes)
+        b = pk.wire_bytes(f.size_bytes)
         a = pk.count(f.size_bytes) * ack_frame_bytes
         d = shift.get(f.fid, 0.0)
         out.setdefault(f.src, []).append((t, b, d))
@@ -164,7 +167,7 @@ def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
 
 
 def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
-                  host_rate_bps: int, burst_bytes: int) -> dict[str, float]:
+                  host_rate_bps: int, burst_bytes: int, overhead: int = 0) -> dict[str, float]:
     """Achieved / configured rate - 1 for each sending host NIC, measured from
     the arrival times of its frames at its edge switch, from its first frame to
     its last data frame (nic_span): the time a strictly periodic NIC (a token
@@ -174,7 +177,7 @@ def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
     for src in sorted({f.src for f in flows}):
         host = tree.hosts[src]
         s = ports[tree.host_port(host.name).ifindex]
-        span, sent = s.nic_span()
+        span, sent = s.nic_span(overhead)
         if s.rx_pkts < 2 or span <= 0:
             continue
         ideal = max(0, sent - burst_bytes) * 8e9 / host_rate_bps  # ns a strictly periodic NIC needs
@@ -197,23 +200,24 @@ def worst_overload(tree: FatTree, ports: Mapping[int, PortSample]) -> dict[str, 
     return out
 
 
-def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int) -> dict[str, float]:
-    """Per port: bytes carried / (line rate x CCT)."""
+def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int,
+                overhead: int = 0) -> dict[str, float]:
+    """Per port: bytes of line time carried (`overhead` per frame) / (line rate x the window)."""
     if window_ns <= 0:
         return {p.label: 0.0 for p in tree.ports}
     cap = rate_bps / 8 * window_ns / 1e9
-    return {p.label: ports[p.ifindex].tx_bytes / cap for p in tree.ports}
+    return {p.label: (ports[p.ifindex].tx_bytes + ports[p.ifindex].tx_pkts * overhead) / cap for p in tree.ports}
 
 
 def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], rate_bps: int,
-                          window_ns: int) -> float:
+                          window_ns: int, overhead: int = 0) -> float:
     """Network-wide utilisation (paper Fig. 1a): bytes delivered to the
     receivers over what their links could carry at line rate during the CCT."""
     receivers = {f.dst for f in flows}
     if window_ns <= 0 or not receivers:
         return 0.0
-    got = sum(ports[tree.port(tree.edge_of(tree.hosts[d].name), tree.hosts[d].name).ifindex].tx_bytes
-              for d in receivers)
+    last = [ports[tree.port(tree.edge_of(tree.hosts[d].name), tree.hosts[d].name).ifindex] for d in receivers]
+    got = sum(s.tx_bytes + s.tx_pkts * overhead for s in last)  # bytes of line time
     return got / (len(receivers) * rate_bps / 8 * window_ns / 1e9)
 
 
@@ -221,7 +225,7 @@ MIN_PKTS_PER_BUSY_PERIOD = 20
 
 
 def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, burst_bytes: int,
-                      host_rate_bps: int) -> dict[str, float]:
+                      host_rate_bps: int, overhead: int = 0) -> dict[str, float]:
     """For every port that carried traffic: achieved / configured rate while
     busy. A TBF that keeps up delivers rate x T bytes in a busy time T, plus
     the tokens it starts a busy period with (at most one burst). On a port that
@@ -239,7 +243,8 @@ def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: 
             continue
         rate = host_rate_bps if p.stage is Stage.HOST_EDGE else rate_bps
         long_periods = s.rx_pkts >= MIN_PKTS_PER_BUSY_PERIOD * s.busy_periods
-        work = max(0, s.rx_bytes - burst_bytes) if long_periods else s.rx_bytes
+        wire = s.rx_bytes + s.rx_pkts * overhead  # bytes of line time
+        work = max(0, wire - burst_bytes) if long_periods else wire
         out[p.label] = work * 8 / (s.busy_ns / 1e9) / rate
     return out
 
@@ -300,7 +305,7 @@ def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int,
     for name, s in src.items():
         if not s.rx_pkts:
             continue
-        span, sent = s.nic_span()
+        span, sent = s.nic_span(pk.wire_overhead)
         ideal_ns = max(0, sent - nic_burst_bytes) * 8e9 / host_rate_bps
         late[name] = (span - ideal_ns) / t
         excess = max(excess, (s.first_rx_ns - starts.get(name, 0.0) - t0) / t + late[name])
@@ -308,8 +313,8 @@ def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int,
 
 
 def packet_time_ns(pk: Packetizer, host_rate_bps: int) -> float:
-    """One full data frame at the paced host rate."""
-    return pk.frame_len(pk.payload) * 8e9 / host_rate_bps
+    """One full data frame's line time at the paced host rate."""
+    return pk.wire_len(pk.payload) * 8e9 / host_rate_bps
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAME
 from ..dataplane.compile import Dims
 from ..dataplane.schemes import Scheme, SchemeConfig
 from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
-from ..fabric.build import ETH_HLEN, NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
+from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
@@ -57,9 +57,10 @@ def endpoints(tree: FatTree) -> list[Endpoint]:
 
 
 def nic_burst_of(spec: FabricSpec, pk: Packetizer) -> int:
-    """The host NICs' bucket during a run: NIC_BUCKET_FRAMES frames of the run's own payload (a fabric built
-    for bigger packets would otherwise let a NIC burst several small ones), at most the links' bucket."""
-    return min(spec.burst, round(NIC_BUCKET_FRAMES * pk.frame_len(pk.payload)))
+    """The host NICs' bucket during a run: NIC_BUCKET_FRAMES frames of the run's own payload, on the wire (a
+    fabric built for bigger packets would otherwise let a NIC burst several small ones), at most the links'
+    bucket."""
+    return min(spec.burst, round(NIC_BUCKET_FRAMES * pk.wire_len(pk.payload)))
 
 
 def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
@@ -72,7 +73,7 @@ def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
 def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[str, Any]] | None) -> Result:
     spec, tree, maps = fab.spec, fab.tree, fab.maps
     assert maps is not None
-    pk = Packetizer(p.payload)
+    pk = Packetizer(p.payload, spec.wire_overhead)
     if pk.frame_len(p.payload) > spec.mtu + 14:
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
     if p.scheme is not None:
@@ -82,8 +83,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")
-    rtts = p.flow_base_rtts_ns(tree, flows, spec.rate_bps)
-    tp = p.transport(spec.rate_bps, max(rtts.values()))
+    rtts = p.flow_base_rtts_ns(tree, flows, spec.rate_bps, spec.wire_overhead)
+    tp = p.transport(spec.rate_bps, max(rtts.values()), spec.wire_overhead)
     seen_words = [(f.fid, math.ceil(pk.count(f.size_bytes) / 64)) for f in flows] if tp.on else []
     if sum(n for _, n in seen_words) > N_SEEN:
         raise RunError(f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
@@ -103,16 +104,17 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     started_at = datetime.now(timezone.utc).isoformat()
 
     if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
-        set_host_rate(tree, host_rate, 8 * (spec.mtu + ETH_HLEN), spec.buffer_bytes)
+        set_host_rate(tree, host_rate, 8 * spec.max_frame, spec.buffer_bytes, overhead=spec.wire_overhead)
     else:
-        set_host_rate(tree, host_rate, nic_burst_of(spec, pk), spec.buffer_bytes, frame_bytes=pk.frame_len(p.payload))
+        set_host_rate(tree, host_rate, nic_burst_of(spec, pk), spec.buffer_bytes, frame_bytes=pk.wire_len(p.payload),
+                      overhead=spec.wire_overhead)
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
         config = SchemeConfig(p.scheme.switch_scheme, p.pipe_size)
         switches.apply_schemes(maps, tree, {sw.name: config for sw in switches.lb_switches(tree)})
     configs = switches.current_schemes(maps, tree)
-    lb_settings = sampled.settings(p.sampled(), spec.rate_bps, pk.frame_len(p.payload), tree.edges_per_pod,
+    lb_settings = sampled.settings(p.sampled(), spec.rate_bps, pk.wire_len(p.payload), tree.edges_per_pod,
                                    sampled.active_bits([c.scheme for c in configs.values()]))
     switches.set_sampled(maps, tree, lb_settings)
     labels = {c.label for c in configs.values()}
@@ -125,14 +127,15 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     prop = _propagation(p, tree, flows, spec.rate_bps, pk)
     maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate), host_lb=host_lb,
                                ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value, cc=int(tp.on),
-                               buffer_bytes=p.port_buffer(), prop_ns=round(prop.link_s * 1e9)))
+                               buffer_bytes=p.port_buffer(), prop_ns=round(prop.link_s * 1e9),
+                               wire_overhead=spec.wire_overhead))
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
     if tp.on:
         collector.prepare_transport(maps, seen_words)
     switches.reset_host_state(maps, tree, p.seed, max_fid)
 
-    ack_bytes = ACK_FRAME_BYTES if p.acks else 0
+    ack_bytes = ACK_FRAME_BYTES + spec.wire_overhead if p.acks else 0  # bytes of line time
     bound0 = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
                                        nic_burst_bytes=nic_burst_of(spec, pk))
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
@@ -146,6 +149,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         run_dir = results.RunDir(out_dir, {
             "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
+                       "wire_overhead_bytes": spec.wire_overhead,
                        "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
@@ -269,8 +273,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     drops["buffer_acks"] = buf_acks
     received = sum(r.pkts for r in rx.values())
     acks_received = sum(int(a.acks) for a in acks.values())
-    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk))
-    service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate)
+    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead)
+    service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead)
     nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
@@ -290,7 +294,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
         sum(c["delay_lost"] for c in host_counts.values())))
-    util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns)
+    util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns, spec.wire_overhead)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
 
@@ -332,7 +336,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
         drops=sum(drops.values()), drops_detail=drops, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
-        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, window_ns),
+        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, window_ns, spec.wire_overhead),
         ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
         out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
         link_events=link_events,
@@ -370,8 +374,8 @@ class Propagated:
 
 
 def _propagation(p: RunParams, tree: FatTree, flows: list[Flow], rate_bps: int, pk: Packetizer) -> Propagated:
-    link_s = p.link_delay_s(rate_bps)
-    return Propagated(p.propagation, link_s, link_s * rate_bps / 8 / pk.frame_len(p.payload),
+    link_s = p.link_delay_s(rate_bps, pk.wire_overhead)
+    return Propagated(p.propagation, link_s, link_s * rate_bps / 8 / pk.wire_len(p.payload),
                       metrics.propagation_shift_s(tree, flows, link_s, p.acks))
 
 

@@ -8,7 +8,7 @@ import resource
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from traffic.packet import Packetizer
+from traffic.packet import WIRE_EXTRA, Packetizer
 from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Transport
 from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
@@ -122,24 +122,25 @@ class RunParams:
         except SchemeError as e:
             raise RunError(str(e)) from None
 
-    def check_propagation(self, tree: FatTree, rate_bps: int) -> None:
+    def check_propagation(self, tree: FatTree, rate_bps: int, wire_overhead: int = WIRE_EXTRA) -> None:
         """A RunError if this fabric cannot carry the run's propagation: REPS holds the entropies of a
         propagation round trip in delay lines of REPS_DELAY_SLOTS ACKs per host and path class, and a host
         gets up to one ACK per packet time back, so the longest round trip must stay within 3/4 of that."""
         if self.scheme is not Scheme.REPS or self.propagation.off:
             return
-        pk = Packetizer(self.payload)
+        pk = Packetizer(self.payload, wire_overhead)
         links = 6 if tree.pods > 1 else 4  # the longest path
-        rtt_pkts = 2 * links * self.propagation.link_pkts(rate_bps, pk.frame_len(self.payload))
+        rtt_pkts = 2 * links * self.propagation.link_pkts(rate_bps, pk.wire_len(self.payload))
         if rtt_pkts > REPS_RTT_PKTS_MAX:
             raise RunError(f"--propagation {self.propagation.label}: REPS holds a propagation round trip of ACKs "
                            f"in {REPS_DELAY_SLOTS} slots per host; this path's round trip is {rtt_pkts:.0f} packet "
                            f"times, at most {REPS_RTT_PKTS_MAX:.0f} fit "
                            f"({REPS_RTT_PKTS_MAX / 2 / links:.1f} packet times per link here)")
 
-    def link_delay_s(self, rate_bps: int) -> float:
-        """The propagation delay of one link on a fabric of `rate_bps`."""
-        return self.propagation.link_s(rate_bps, Packetizer(self.payload).frame_len(self.payload))
+    def link_delay_s(self, rate_bps: int, wire_overhead: int = WIRE_EXTRA) -> float:
+        """The propagation delay of one link on a fabric of `rate_bps` whose links charge `wire_overhead` bytes per
+        frame."""
+        return self.propagation.link_s(rate_bps, Packetizer(self.payload, wire_overhead).wire_len(self.payload))
 
     def port_buffer(self) -> int:
         """Bytes per switch port for this run (0: unlimited)."""
@@ -147,25 +148,26 @@ class RunParams:
             return self.buffer_bytes
         return CC_BUFFER_BYTES if self.cc != "none" else 0
 
-    def flow_base_rtts_ns(self, tree: FatTree, flows: list[Flow], rate_bps: int) -> dict[int, int]:
+    def flow_base_rtts_ns(self, tree: FatTree, flows: list[Flow], rate_bps: int,
+                          wire_overhead: int = WIRE_EXTRA) -> dict[int, int]:
         """Each flow's base RTT with a CCA: how long after it reached its sender's NIC the transport acts on an
         ACK. --base-rtt (or --base-rtt-pkts) for every flow if given; else its path's propagation round trip
         (2 x links x the per-link delay); with no propagation, 150 packet times (the paper's, section 6.5)."""
         if self.cc == "none":
             return {f.fid: 0 for f in flows}
-        pkt_ns = Transport(self.cc, 0, rate_bps, self.payload, self.port_buffer()).pkt_ns
+        pkt_ns = Transport(self.cc, 0, rate_bps, self.payload, self.port_buffer(), wire_overhead).pkt_ns
         if self.base_rtt_s is not None or self.base_rtt_pkts is not None or self.propagation.off:
             base = self.base_rtt_s * 1e9 if self.base_rtt_s is not None else \
                 (DEFAULT_BASE_RTT_PKTS if self.base_rtt_pkts is None else self.base_rtt_pkts) * pkt_ns
             return {f.fid: round(base) for f in flows}
-        link_ns = self.link_delay_s(rate_bps) * 1e9
+        link_ns = self.link_delay_s(rate_bps, wire_overhead) * 1e9
         return {f.fid: round(2 * path_links(tree, f.src, f.dst) * link_ns) for f in flows}
 
-    def transport(self, rate_bps: int, base_rtt_ns: int) -> Transport:
+    def transport(self, rate_bps: int, base_rtt_ns: int, wire_overhead: int = WIRE_EXTRA) -> Transport:
         """The run's transport on a fabric of `rate_bps` (off with cc none); its constants (window bounds,
         timeouts, NSCC's scaling) from `base_rtt_ns`, the longest of the flows' base RTTs."""
         return Transport(self.cc, base_rtt_ns if self.cc != "none" else 0, rate_bps, self.payload,
-                         self.port_buffer())
+                         self.port_buffer(), wire_overhead)
 
     def ecn(self) -> QueueThreshold:
         try:

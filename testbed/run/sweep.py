@@ -36,6 +36,8 @@ from typing import Any
 
 import pandas as pd
 
+from traffic.packet import WIRE_EXTRA
+
 from ..dataplane import control
 from ..dataplane.sampled import SampledParams
 from ..dataplane.schemes import SchemeConfig
@@ -86,6 +88,7 @@ class Matrix:
     drill_d: int = SampledParams.drill_d
     drill_m: int = SampledParams.drill_m
     propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
+    wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -110,7 +113,7 @@ class Matrix:
                 checked.add(kind)
                 tree = FatTree(cell.k, "tbs", self.topology)
                 cell.params(self).check_fabric(tree)
-                cell.params(self).check_propagation(tree, self.rate_for(cell.k))
+                cell.params(self).check_propagation(tree, self.rate_for(cell.k), self.wire_overhead)
 
     def configs(self) -> list[SchemeConfig]:
         return parse_schemes(",".join(self.schemes))
@@ -354,7 +357,8 @@ def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterat
     if st is not None and st.complete and any(clean.ours(pid) for pid in st.pids):
         raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
     clean.clean(prefix)
-    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu)
+    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu,
+                      wire_overhead=m.wire_overhead)
     with Fabric(spec) as fab:
         yield fab
 

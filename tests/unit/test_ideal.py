@@ -19,7 +19,7 @@ def run(k: int, scheme: str, flows: list[Flow], seed: int = 1, kind: str = "fatt
     return ideal.simulate(FatTree(k, "t", kind), SchemeConfig(Scheme.parse(scheme)), flows, seed)
 
 
-NIC = ideal.NIC_BUCKET * ideal.MAX_FRAME_BYTES / 4154  # the buckets in 4,154-byte frames: 1.268
+NIC = ideal.NIC_BUCKET * ideal.MAX_FRAME_BYTES / 4154  # the buckets in 4,154-byte frames: 1.268 (no wire overhead)
 LINK = ideal.LINK_BUCKET * ideal.MAX_FRAME_BYTES / 4154  # 2.029
 
 
@@ -115,21 +115,24 @@ def test_round_robin_locks_onto_a_fixed_arrival_phase() -> None:
 
 def test_bound_and_buckets_are_the_fabrics_own() -> None:
     # ideal.py (layer 2) may not import the fabric's or the measurements' layers, so it keeps its own copies:
-    # they must agree with the fabric's buckets and with metrics.cct_lower_bound_s, in packet times.
+    # they must agree with the fabric's buckets and with metrics.cct_lower_bound_s, in packet times (frames on
+    # the wire: the links charge WIRE_EXTRA bytes per frame beyond what the kernel counts).
     from testbed.fabric.build import DEFAULT_BURST_FRAMES, DEFAULT_MTU, NIC_BUCKET_FRAMES, FabricSpec
     from testbed.measure.metrics import cct_lower_bound_s
-    from traffic.packet import Packetizer
+    from traffic.packet import WIRE_EXTRA, Packetizer
 
     assert ideal.LINK_BUCKET == DEFAULT_BURST_FRAMES and ideal.NIC_BUCKET == NIC_BUCKET_FRAMES
     spec = FabricSpec(k=6)
-    assert spec.mtu == DEFAULT_MTU and spec.burst == round(ideal.LINK_BUCKET * ideal.MAX_FRAME_BYTES)
-    assert spec.nic_burst == round(ideal.NIC_BUCKET * ideal.MAX_FRAME_BYTES)
-    pk, rate = Packetizer(), 100_000_000
-    frame = pk.frame_len(pk.payload)
+    assert spec.wire_overhead == WIRE_EXTRA
+    assert spec.mtu == DEFAULT_MTU and spec.burst == round(ideal.LINK_BUCKET * (ideal.MAX_FRAME_BYTES + WIRE_EXTRA))
+    assert spec.nic_burst == round(ideal.NIC_BUCKET * (ideal.MAX_FRAME_BYTES + WIRE_EXTRA))
+    pk, rate = Packetizer(wire_overhead=WIRE_EXTRA), 100_000_000
+    frame = pk.wire_len(pk.payload)
+    assert frame == 4096 + 62 + 20  # the paper's frame on the wire
     tree = FatTree(6, "t")
     for size in (MB // 4, MB, 4 * MB):
         flows = make_spec(WorkloadSpec("ring", size, 1), tree.n_hosts, tree.hosts_per_pod)
-        r = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1)
+        r = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1, pk)
         bound_s = cct_lower_bound_s(flows, pk, rate, rate, spec.burst, nic_burst_bytes=spec.nic_burst)
         assert r.bound_pkts == pytest.approx(bound_s * rate / (8 * frame), abs=1e-3)  # the fabric rounds to bytes
 
@@ -176,3 +179,4 @@ def test_propagation_leaves_the_zero_delay_run_alone() -> None:
     assert a == b
     with pytest.raises(SchemeError, match="propagation"):
         ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 2, propagation=-1.0)
+

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from . import fabric_cmds, link_cmds, run_cmds, sweep_cmds
+from . import export_cmds, fabric_cmds, link_cmds, run_cmds, sweep_cmds
 from .args import Parser, UsageError
 
 # name -> (adds its parser, runs it), in the order `testbed --help` lists them
@@ -37,6 +37,7 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
     "ideal": (run_cmds.add_ideal, run_cmds.cmd_ideal),
+    "export": (export_cmds.add_export, export_cmds.cmd_export),
 }
 
 

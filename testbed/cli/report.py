@@ -146,3 +146,61 @@ counted.</p>
 """
 
 
+
+
+VERDICT_COLOURS = {"agrees": "#d7f5d7", "disagrees": "#f8d0d0", "not comparable": "#fff3c4", "pending": "#dde8fb",
+                   "no data": "#eee"}
+
+
+def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -> Path:
+    """DIR/report.html of `testbed paper claims`: the claims first (verdict, value, rule, what was measured),
+    then each experiment's table and figures (its own sweep report is in DIR/experiments/NAME/)."""
+    from ..run.claims import experiments, format_value
+
+    ex = experiments()
+    rows = []
+    for r in results:
+        colour = VERDICT_COLOURS.get(r["verdict"], "#fff")
+        rows.append(f'<tr><td>{html.escape(r["id"])}</td><td>{html.escape(r["section"])}</td>'
+                    f'<td class="l">{html.escape(r["statement"])}</td><td>{html.escape(r["paper"])}</td>'
+                    f'<td>{html.escape(format_value(r))}</td>'
+                    f'<td style="background:{colour}"><b>{html.escape(r["verdict"])}</b></td>'
+                    f'<td class="l">{html.escape(r["rule"])}</td>'
+                    f'<td class="l">{html.escape(r["detail"])}{"<br><i>" + html.escape(r["notes"]) + "</i>" if r["notes"] else ""}'
+                    f'</td></tr>')
+    sections = ""
+    for name in dict.fromkeys(r["experiment"] for r in results if r["experiment"]):
+        d = Path(path) / "experiments" / str(name)
+        try:
+            sw = load(d)
+        except Exception:  # noqa: BLE001 - an experiment with no finished run yet: said on the page
+            sections += f"<h3>{html.escape(str(name))}</h3><p>No finished run yet.</p>"
+            continue
+        head, body = table_rows(sw)
+        figs = figures(sw, d / "figures")
+        imgs = "".join(f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
+                       f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
+                       f"</figure>" for c, p in figs)
+        sections += (f"<h3>{html.escape(str(name))}: {html.escape(ex[str(name)].what if name in ex else '')}</h3>"
+                     f"{_html_table(head, body, 'summary')}{imgs}")
+    out = Path(path) / "report.html"
+    out.write_text(f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>testbed: the paper's claims</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 1400px; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; vertical-align: top; }}
+td.l {{ text-align: left; }}
+th {{ background: #eee; }}
+figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; border: 1px solid #ddd; }}
+</style></head><body>
+<h1>The paper's claims</h1>
+<section id="claims"><h2>Claims</h2>
+<table class="claims"><thead><tr><th>claim</th><th>section</th><th>statement</th><th>the paper</th><th>here</th>
+<th>verdict</th><th>rule</th><th>measured</th></tr></thead><tbody>{"".join(rows)}</tbody></table></section>
+<h2>Experiments</h2>
+{sections}
+</body></html>
+""")
+    console.print(f"report: {out}")
+    return out

@@ -184,8 +184,12 @@ def cmd_report(a: argparse.Namespace) -> int:
 def add_paper(sub: Any) -> None:
     from ..run.paper import NAMES
 
-    pp = sub.add_parser("paper", help="reproduce one of the paper's figures (a sweep and its report), or list them")
-    pp.add_argument("figure", choices=["list", *NAMES], help="list, or the figure to reproduce")
+    pp = sub.add_parser("paper", help="reproduce one of the paper's figures (a sweep and its report), list them, or "
+                                      "check the paper's claims")
+    pp.add_argument("figure", choices=["list", "claims", *NAMES],
+                    help="list, claims (every quantitative claim, one check each), or the figure to reproduce")
+    pp.add_argument("--claims", default=None, metavar="C1,C5,...",
+                    help="claims: only these (default every claim; 'testbed paper claims' lists them in claims.md)")
     pp.add_argument("--scale", choices=("quick", "paper"), default="quick",
                     help="quick: k=4 and minutes (default); paper: the paper's configuration where this machine "
                          "carries it, hours")
@@ -201,6 +205,10 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     from ..run.paper import estimate_s, figures, matrix
 
+    if a.figure == "claims":
+        return cmd_claims(a)
+    if a.claims is not None:
+        raise RunError("--claims goes with 'testbed paper claims'")
     figs = figures()
     if a.figure == "list":
         t = Table(title="the paper's figures (testbed paper FIG [--scale quick|paper])")
@@ -238,4 +246,54 @@ def cmd_paper(a: argparse.Namespace) -> int:
     render(a.out, console=con)
     if figs[a.figure].missing:
         con.print(f"[yellow]not reproduced here:[/] {figs[a.figure].missing}")
+    return 0
+
+
+def cmd_claims(a: argparse.Namespace) -> int:
+    """testbed paper claims: every experiment the chosen claims need (resumable), then each claim's rule;
+    claims.json, claims.md and report.html (the claims first) in the output directory."""
+    import platform
+    import sys
+    from datetime import datetime, timezone
+
+    from ..measure import provenance
+    from ..run import claims as cl
+    from .report import render_claims
+
+    selected = cl.select(a.claims)
+    out = a.out or Path("results") / f"paper-claims-{a.scale}"
+    mats = cl.matrices(a.scale, a.propagation.label, selected)  # every cell checked before anything is built
+    dirs = cl.sweep_dirs(out, mats)  # a directory of another check is refused
+    total = sum(len(m.cells()) for m in mats.values())
+    pending = sum(len(d.pending()) for d in dirs.values())
+    con = args.console()
+    con.print(f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {a.scale} "
+              f"({total - pending} done already) into {out}")
+    if pending and a.cluster is None:
+        args.need_root()
+    prov = provenance.describe()
+    meta = {"command": "testbed " + " ".join(sys.argv[1:]), "commit": prov.get("project_commit"),
+            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}"}
+
+    def progress(name: str, done: int, n: int, row: dict[str, Any] | None) -> None:
+        if row is not None:
+            args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")
+
+    t0 = time.monotonic()
+    results = cl.run(out, a.scale, selected, a.propagation.label, a.prefix, meta,
+                     None if a.cluster is None else "auto" if a.cluster == "ray" else a.cluster, progress, a.wait)
+    from rich.table import Table
+
+    t = Table(title=f"the paper's claims at --scale {a.scale} ({time.monotonic() - t0:.0f} s)")
+    for col in ("claim", "section", "the paper", "here", "verdict"):
+        t.add_column(col)
+    colour = {"agrees": "green", "disagrees": "red", "not comparable": "yellow", "pending": "blue"}
+    for r in results:
+        here = cl.format_value(r)
+        t.add_row(r["id"], r["section"], r["paper"], here,
+                  f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]")
+    con.print(t)
+    render_claims(out, results, con)
+    con.print(f"claims in {out / 'claims.json'} and {out / 'claims.md'}")
     return 0

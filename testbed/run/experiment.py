@@ -147,7 +147,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     run_dir = None
     if out_dir is not None:
         run_dir = results.RunDir(out_dir, {
-            "params": params, "scheme": scheme_label, "k": tree.k, "hosts": tree.n_hosts, "prefix": spec.prefix,
+            "params": params, "scheme": scheme_label, "k": tree.k, "topology": tree.kind, "hosts": tree.n_hosts,
+            "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
                        "wire_overhead_bytes": spec.wire_overhead,
                        "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),

@@ -95,7 +95,7 @@ def test_random_failures_paced_at_rho_max() -> None:
         ev = json.loads(f.stdout)
         assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS and len(ev["failed"]) >= 2
         r = cli("run", "--workload", "permutation", "--size", "1MB", "--pace", "rho_max", "--json", "--out",
-                f"/tmp/{p}-rho", "--prefix", p)
+                f"/tmp/{p}-rho", "--prefix", p, "--propagation", "0")  # 0: the CCT scales with 1 / rho_max alone
         subprocess.run(["rm", "-rf", f"/tmp/{p}-rho"], check=False)
         assert r.returncode == 0, r.stderr
         res = json.loads(r.stdout)

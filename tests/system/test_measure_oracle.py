@@ -2,10 +2,12 @@
 
 One flow of 64 packets under ECMP takes one path, so every number the run
 reports can be counted by hand: exactly the ports of one valid path carry the
-64 frames (4,154 bytes each), every other port none; a stage's worst overload
-is (64 frames) / (64 frames / links in the stage) - 1 = links - 1 on the
-stages the path crosses and 0 elsewhere; a port's utilisation is its bytes
-over line rate x CCT, and the network-wide utilisation the receiver's."""
+64 frames (4,178 bytes of line time each: 4,154 on the veth, 24 of FCS and
+gap), every other port none; a stage's worst overload is (64 frames) / (64
+frames / links in the stage) - 1 = links - 1 on the stages the path crosses
+and 0 elsewhere; a port's utilisation is its bytes over line rate x CCT (no
+propagation here, so the CCT is what the kernel saw), and the network-wide
+utilisation the receiver's."""
 
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from testbed.dataplane.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import Stage
+from testbed.topology.timebase import NONE
 from traffic.packet import Packetizer
 
 from .helpers import TIMING_RATE_BPS
@@ -36,8 +39,9 @@ def fab() -> Iterator[Fabric]:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_one_flow_counted_by_hand(fab: Fabric, seed: int) -> None:
     tree = fab.tree
-    frame = Packetizer(4096).frame_len(4096)
-    r = run(fab, RunParams("incast", PKTS * 4096, 1.0, Scheme.ECMP, seed, fan_in=1)).to_json()
+    frame = Packetizer(4096, fab.spec.wire_overhead).wire_len(4096)
+    assert frame == 4178
+    r = run(fab, RunParams("incast", PKTS * 4096, 1.0, Scheme.ECMP, seed, fan_in=1, propagation=NONE)).to_json()
     assert r["packets_received"] == PKTS and r["drops"] == 0
     (flow,) = r["flow_stats"]
     src, dst = tree.by_name[flow["src"]], tree.by_name[flow["dst"]]

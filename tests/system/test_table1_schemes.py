@@ -52,7 +52,7 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     lb = manifest["sampled_schemes"]
     assert lb["active"] == sampled.ACTIVE_OF.get(scheme, 0)
-    pkt_ns = Packetizer(4096).frame_len(4096) * 8e9 / fab.spec.rate_bps
+    pkt_ns = Packetizer(4096, fab.spec.wire_overhead).wire_len(4096) * 8e9 / fab.spec.rate_bps  # line time
     assert lb["sample_ns"] == round(16 * pkt_ns) and lb["flood_ns"] == round(32 * pkt_ns)
     timers = {n: r["switch_counters"][n] for n in ("lb_samples", "lb_floods", "lb_decays")}
     assert timers == {n: timers[n] if on else 0 for n, on in (("lb_samples", scheme in (Scheme.DLB, Scheme.SGLB)),

@@ -115,7 +115,11 @@ def test_acks_end_the_cct_and_use_the_small_class(fab: Fabric) -> None:
     last_ack = max(f["last_ack_ns"] for f in r["flow_stats"])
     last_data = max(f["last_rx_ns"] for f in r["flow_stats"])
     assert last_ack > last_data
-    assert r["cct_end_ns"] == last_ack
+    # the CCT ends at the last ACK plus its flow's propagation round trip (2 x links x the per-link delay)
+    link_ns = r["propagation"]["link_s"] * 1e9
+    ends = [f["last_ack_ns"] + round(2 * f["path_links"] * link_ns) for f in r["flow_stats"]]
+    assert [f["completion_ns"] for f in r["flow_stats"]] == ends
+    assert r["cct_end_ns"] == max(ends) and link_ns > 0
     assert r["cct_s"] == pytest.approx((r["cct_end_ns"] - r["cct_start_ns"]) / 1e9)
     assert r["cct_s"] >= r["cct_lower_bound_s"]
     for name, s in r["switches"].items():

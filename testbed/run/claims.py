@@ -1,0 +1,775 @@
+"""The paper's quantitative claims, one check each (`testbed paper claims`).
+
+A claim has the paper's section, its statement (in our words) and number,
+the experiment behind it (a sweep matrix per scale, shared by every claim
+that needs it), and a rule that decides the verdict from the experiment's
+valid runs: agrees, disagrees, not comparable here (with why), or pending
+(the experiment needs what a later change builds: said, never dropped). The
+rules are written here, before any run, and are not tuned to results.
+
+Values are means over the valid seeds of a cell, with the standard error of
+the mean (SEM); a growth exponent comes with its 95 % interval. Claims that
+the paper states at its scale (800 Gbit/s, k=12) are checked as ratios,
+orderings or growth classes, never as absolute times.
+
+    DIR/experiments/NAME/   each experiment's sweep (resumable: testbed.run.sweep)
+    DIR/claims.json         every claim: section, statement, paper, value, SEM, verdict, rule, notes
+    DIR/claims.md           the same as a page (docs/reproduction.md is generated from it)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ..dataplane import models
+from ..topology import FatTree
+from ..topology.timebase import PAPER_LINK_DELAY_PKTS, PAPER_WIRE_FRAME_BYTES
+from .params import RunError
+from .sweep import Matrix, SweepDir
+
+KB, MB = 1024, 1 << 20
+SCALES = ("quick", "paper")
+VERDICTS = ("agrees", "disagrees", "not comparable", "pending", "no data")
+STAGES_UP = ("edge_agg", "agg_core")
+STAGES_DOWN = ("core_agg", "agg_edge")
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A mean over valid runs, its standard error and how many runs."""
+
+    mean: float
+    sem: float
+    n: int
+
+    @property
+    def ok(self) -> bool:
+        return self.n > 0 and not math.isnan(self.mean)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    verdict: str
+    value: float | None  # the claim's headline number, in `unit`
+    sem: float | None
+    unit: str
+    detail: str  # every figure the rule looked at
+    notes: str = ""  # why, for a disagreement or a claim not comparable here
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One sweep, per scale."""
+
+    name: str
+    what: str
+    quick: Matrix
+    paper: Matrix
+
+    def matrix(self, scale: str) -> Matrix:
+        return self.quick if scale == "quick" else self.paper
+
+
+@dataclass(frozen=True)
+class Claim:
+    cid: str
+    section: str
+    statement: str  # the paper's claim, in our words
+    paper: str  # the paper's number
+    rule: str  # what decides "agrees", in words (the code is `check`)
+    experiment: str | None  # an EXPERIMENTS name; None: computed from the testbed's own definitions
+    check: Callable[[Data], Outcome] | None = None
+    needs: str = ""  # pending: what it needs
+
+
+@dataclass
+class Data:
+    """What a claim's rule reads: its experiment's rows (results.parquet) and the scale."""
+
+    scale: str
+    rows: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def of(self, name: str) -> pd.DataFrame:
+        return self.rows.get(name, pd.DataFrame())
+
+
+# -- arithmetic over rows -----------------------------------------------------------------
+def valid(rows: pd.DataFrame) -> pd.DataFrame:
+    if rows.empty:
+        return rows
+    return rows[rows["fidelity_valid"].astype(bool)]
+
+
+def stat(rows: pd.DataFrame, metric: str, **eq: Any) -> Stat:
+    """Mean, SEM and count of `metric` over the valid rows whose columns equal `eq`."""
+    d = valid(rows)
+    for k, v in eq.items():
+        if d.empty:
+            break
+        d = d[d[k] == v]
+    if d.empty:
+        return Stat(math.nan, math.nan, 0)
+    x = d[metric].astype(float)
+    n = len(x)
+    return Stat(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0, n)
+
+
+def diff(a: Stat, b: Stat) -> Stat:
+    """a - b, the SEMs added in quadrature."""
+    return Stat(a.mean - b.mean, math.hypot(a.sem, b.sem), min(a.n, b.n))
+
+
+def slope(x: list[float], y: list[float]) -> tuple[float, float]:
+    """Least-squares slope of log y on log x and its standard error (0 with two points)."""
+    lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
+    if len(lx) < 2:
+        return math.nan, math.nan
+    a = np.polyfit(lx, ly, 1)
+    if len(lx) < 3:
+        return float(a[0]), 0.0
+    resid = ly - np.polyval(a, lx)
+    se = math.sqrt(float(resid @ resid) / (len(lx) - 2) / float(((lx - lx.mean()) ** 2).sum()))
+    return float(a[0]), se
+
+
+def pct(s: Stat) -> str:
+    return f"{100 * s.mean:.2f} +- {100 * s.sem:.2f} %" if s.ok else "no valid run"
+
+
+def no_data(what: str) -> Outcome:
+    return Outcome("no data", None, None, "", f"no valid run of {what}")
+
+
+def verdict(ok: bool) -> str:
+    return "agrees" if ok else "disagrees"
+
+
+# -- the experiments ------------------------------------------------------------------------
+MAIN = ("ar", "reps", "ofan", "pofan:4")
+FIG3 = ("rr", "jsq", "choice", "drill", "rps", "ar", "ofan", "pofan:4", "drb", "ethereal")
+FIG3_AWARE = ("ofan", "4ofan", "drb", "ethereal")
+FIG3_OBLIVIOUS = ("rr", "jsq", "choice", "drill", "rps", "ar")
+FIG4 = ("rr", "jsq", "conga", "rps", "reps", "ar", "ethereal", "drb", "pofan:4", "ofan")
+CLASS_LINEAR = ("rr", "jsq", "conga")
+CLASS_SQRT = ("rps", "reps", "ar")
+CLASS_FLAT = ("ethereal", "drb", "4ofan", "ofan")
+FIG8_PAYLOADS_QUICK = (1024, 2048, 4096, 8192, 16384)
+FIG8_PAYLOADS_PAPER = (1024, 2048, 4096, 8192, 16384, 32768)
+
+
+def _m(schemes: tuple[str, ...], **kw: Any) -> Matrix:
+    acks = any(s in ("reps", "conga") for s in schemes)
+    return Matrix(schemes, acks=acks, retries=1, **kw)
+
+
+@functools.cache
+def experiments() -> dict[str, Experiment]:
+    """Every experiment, built on first use (each matrix checks its cells)."""
+    return {e.name: e for e in (
+        Experiment("fig1", "utilisation against the load, 1 MB permutation (Fig. 1)",
+                   _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), seeds=(1, 2, 3)),
+                   _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), ks=(12,), seeds=(1, 2, 3))),
+        Experiment("fig3", "worst link overload per stage, 1 MB inter-pod permutation (Fig. 3)",
+                   _m(FIG3, inter_pod=True, seeds=(1, 2)),
+                   _m(FIG3, inter_pod=True, ks=(12,), seeds=(1, 2))),
+        Experiment("fig4", "largest queue and CCT increase against the message size (Figs. 4 and 7)",
+                   _m(FIG4, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                   _m(FIG4, sizes=(256 * KB, MB, 4 * MB), ks=(12,), seeds=(1, 2))),
+        Experiment("fig5", "CCT increase against the network size, 1 MB permutation (Fig. 5a)",
+                   _m(MAIN, ks=(4, 8), seeds=(1, 2)),
+                   _m(MAIN, ks=(4, 8, 12, 16), seeds=(1, 2))),
+        Experiment("fig6", "pOfan variants and DRB against the network size (Fig. 6)",
+                   _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
+                   _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12), seeds=(1, 2))),
+        Experiment("fig8", "Ofan's CCT against the packet size, a 0.5 MB message (Fig. 8)",
+                   _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_QUICK, seeds=(1, 2)),
+                   _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_PAPER, ks=(12,), seeds=(1, 2))),
+        Experiment("fig9", "CCT increase over the fault-free bound under random link failures, hosts paced at "
+                   "rho_max (Fig. 9)",
+                   _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), seeds=(1, 2)),
+                   _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), ks=(12,), seeds=(1, 2))),
+        Experiment("fig10", "the two-level fat tree (Fig. 10)",
+                   _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
+                   _m(MAIN, topology="leafspine", ks=(64,), seeds=(1,))),
+        Experiment("fig12", "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
+                   _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,)),
+                   _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=(1,))),
+        Experiment("fig17", "DRB's and Ofan's largest queue against the network size, inter-pod permutation "
+                   "(Fig. 17)",
+                   _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
+                   _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12), seeds=(1, 2, 3))),
+    )}
+
+
+# -- the rules -------------------------------------------------------------------------------
+def c_fig1_utilisation(d: Data) -> Outcome:
+    rows = d.of("fig1")
+    u = {s: stat(rows, "utilisation", cell_label=s, load=1.0) for s in ("ofan", "reps", "ar")}
+    if not all(v.ok for v in u.values()):
+        return no_data("fig1 at load 1.0")
+    ok = u["ofan"].mean >= 0.97 and u["reps"].mean < 0.95 and u["ar"].mean < 0.95
+    detail = ", ".join(f"{s} {100 * v.mean:.1f} +- {100 * v.sem:.1f} %" for s, v in u.items())
+    notes = "" if ok else ("utilisation here is delivered bytes over the receivers' capacity during what the "
+                           "kernel saw (propagation left out, as the paper's ~99 % for Ofan implies)")
+    return Outcome(verdict(ok), u["ofan"].mean * 100, u["ofan"].sem * 100, "% (Ofan)", detail, notes)
+
+
+def c_fig1_load(d: Data) -> Outcome:
+    rows = d.of("fig1")
+    u = {s: stat(rows, "utilisation", cell_label=s, load=0.8) for s in ("ofan", "reps", "ar")}
+    if not all(v.ok for v in u.values()):
+        return no_data("fig1 at load 0.8")
+    worst = max(abs(v.mean - 0.8) for v in u.values())
+    detail = ", ".join(f"{s} {100 * v.mean:.1f} +- {100 * v.sem:.1f} %" for s, v in u.items())
+    return Outcome(verdict(worst <= 0.03), 100 * worst, None, "points off the load (worst)", detail)
+
+
+def _overload(rows: pd.DataFrame, label: str) -> dict[str, Stat]:
+    return {st: stat(rows, f"overload_{st}", cell_label=label) for st in STAGES_UP + STAGES_DOWN}
+
+
+def c_fig3_rr_jsq(d: Data) -> Outcome:
+    rows = d.of("fig3")
+    parts, ok, head = [], True, math.nan
+    for s in ("rr", "jsq"):
+        o = _overload(rows, s)
+        if not all(v.ok for v in o.values()):
+            return no_data(f"fig3 {s}")
+        up = max(o[st].mean for st in STAGES_UP)
+        down = min(o[st].mean for st in STAGES_DOWN)
+        ok = ok and up <= 0.10 and down >= max(3 * up, 0.10)
+        head = up if s == "rr" else head
+        parts.append(f"{s}: uplinks {', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_UP)}, downlinks "
+                     f"{', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_DOWN)}")
+    return Outcome(verdict(ok), None, None, "", "; ".join(parts))
+
+
+def c_fig3_aware(d: Data) -> Outcome:
+    rows = d.of("fig3")
+    worst: dict[str, float] = {}
+    for s in FIG3_AWARE + FIG3_OBLIVIOUS:
+        o = _overload(rows, s)
+        if not all(v.ok for v in o.values()):
+            return no_data(f"fig3 {s}")
+        worst[s] = max(v.mean for v in o.values())
+    aware = max(worst[s] for s in FIG3_AWARE)
+    oblivious = min(worst[s] for s in FIG3_OBLIVIOUS)
+    ok = aware <= 0.10 < oblivious
+    detail = "worst stage: " + ", ".join(f"{s} {100 * v:.1f} %" for s, v in worst.items())
+    return Outcome(verdict(ok), 100 * aware, None, "% worst stage, destination-aware", detail)
+
+
+def c_fig3_ethereal(d: Data) -> Outcome:
+    o = _overload(d.of("fig3"), "ethereal")
+    if not all(v.ok for v in o.values()):
+        return no_data("fig3 ethereal")
+    worst = max(v.mean for v in o.values())
+    return Outcome(verdict(worst <= 0.02), 100 * worst, None, "% worst stage",
+                   ", ".join(f"{st} {100 * v.mean:.2f} %" for st, v in o.items()))
+
+
+def _exponents(rows: pd.DataFrame, labels: tuple[str, ...]) -> dict[str, Any]:
+    from ..measure.sweep_stats import growth
+
+    return {s: growth(rows, "max_queue_pkts", s) for s in labels}
+
+
+def _class(d: Data, labels: tuple[str, ...], lo: float, hi: float) -> Outcome:
+    g = _exponents(d.of("fig4"), labels)
+    if any(v is None for v in g.values()):
+        return no_data("fig4 at every size for " + ", ".join(s for s, v in g.items() if v is None))
+    ok = all(lo <= v.exponent < hi for v in g.values())
+    detail = ", ".join(f"{s} {v.exponent:.2f} [{v.ci95[0]:.2f}, {v.ci95[1]:.2f}]" for s, v in g.items())
+    mean = float(np.mean([v.exponent for v in g.values()]))
+    return Outcome(verdict(ok), mean, None, "mean exponent", "largest queue ~ m^exponent: " + detail)
+
+
+def c_fig4_linear(d: Data) -> Outcome:
+    return _class(d, CLASS_LINEAR, 0.7, math.inf)
+
+
+def c_fig4_sqrt(d: Data) -> Outcome:
+    return _class(d, CLASS_SQRT, 0.3, 0.7)
+
+
+def c_fig4_flat(d: Data) -> Outcome:
+    return _class(d, CLASS_FLAT, -math.inf, 0.3)
+
+
+def c_f4_edge_bound(d: Data) -> Outcome:
+    worst: list[tuple[int, int, int]] = []  # (queue, w + 1, k)
+    for name in ("fig3", "fig6", "fig17"):
+        v = valid(d.of(name))
+        if v.empty:
+            continue
+        v = v[(v["cell_label"] == "ofan") & (v["cell_failure"] == 0)]
+        for k, g in v.groupby("k"):
+            worst.append((int(g["queue_edge_agg_max_pkts"].max()), int(k) // 2 + 1, int(k)))
+    if not worst:
+        return no_data("Ofan without ACKs (fig3, fig6, fig17)")
+    ok = all(q <= bound for q, bound, _ in worst)
+    detail = ", ".join(f"k={k}: largest {q} packets, w + 1 = {b}" for q, b, k in sorted(worst, key=lambda x: x[2]))
+    excess = max(q - b for q, b, _ in worst)
+    return Outcome(verdict(ok), float(excess), None, "packets beyond w + 1 (worst)", detail,
+                   "" if ok else "the kernel's queue counts a packet until the far end's program sees it")
+
+
+def c_f2_orders(d: Data) -> Outcome:
+    basis = models.choose_basis(6)
+    n = models.distinct_cycles(basis)
+    adds = len({tuple((basis[i] + s) % 6 for i in range(6)) for s in range(6)})
+    ok = n >= 30 and adds == 6
+    return Outcome(verdict(ok), float(n), None, "distinct cyclic orders (w = 6)",
+                   f"basis {list(basis)}: {n} cyclic orders from the XOR and the addition; the addition alone "
+                   f"gives {adds} orders (rotations of one cycle)")
+
+
+def c_f3_ratio(d: Data) -> Outcome:
+    rows = d.of("fig17")
+    ks = sorted(int(k) for k in valid(rows)["k"].unique()) if not valid(rows).empty else []
+    ratios = {}
+    for k in ks:
+        a, b = stat(rows, "max_queue_pkts", cell_label="drb", k=k), stat(rows, "max_queue_pkts", cell_label="ofan", k=k)
+        if a.ok and b.ok and b.mean > 0:
+            ratios[k] = (a.mean / b.mean, a, b)
+    if len(ratios) < 2:
+        return no_data("fig17 at two sizes")
+    lo, hi = ratios[min(ratios)][0], ratios[max(ratios)][0]
+    ok = hi > lo and hi > 1
+    detail = ", ".join(f"k={k}: DRB {a.mean:.1f}, Ofan {b.mean:.1f}, ratio {r:.2f}" for k, (r, a, b) in ratios.items())
+    return Outcome(verdict(ok), hi, None, f"DRB/Ofan at k={max(ratios)}", detail)
+
+
+def c_drb_small(d: Data) -> Outcome:
+    rows = d.of("fig4")
+    small, large = stat(rows, "cct_increase", cell_label="drb", size_bytes=256 * KB), \
+        stat(rows, "cct_increase", cell_label="drb", size_bytes=4 * MB)
+    ofan = stat(rows, "cct_increase", cell_label="ofan", size_bytes=256 * KB)
+    if not (small.ok and large.ok and ofan.ok):
+        return no_data("fig4 drb and ofan at 256 KB and 4 MB")
+    gap = diff(small, ofan)
+    ok = small.mean > large.mean and gap.mean > gap.sem
+    return Outcome(verdict(ok), 100 * gap.mean, 100 * gap.sem, "points, DRB - Ofan at 256 KB",
+                   f"DRB {pct(small)} at 256 KB, {pct(large)} at 4 MB; Ofan {pct(ofan)} at 256 KB")
+
+
+def c_fig5_gap(d: Data) -> Outcome:
+    rows = d.of("fig5")
+    gaps: dict[int, Stat] = {}
+    for k in sorted(int(k) for k in valid(rows)["k"].unique()) if not valid(rows).empty else []:
+        ar, reps, p4 = (stat(rows, "cct_increase", cell_label=s, k=k) for s in ("ar", "reps", "4ofan"))
+        if ar.ok and reps.ok and p4.ok:
+            gaps[k] = diff(ar if ar.mean < reps.mean else reps, p4)
+    if len(gaps) < 2:
+        return no_data("fig5 at two sizes")
+    lo, hi = gaps[min(gaps)], gaps[max(gaps)]
+    ok = all(g.mean > 0 for g in gaps.values()) and hi.mean > lo.mean
+    detail = ", ".join(f"k={k} ({FatTree(k).n_hosts} hosts): {100 * g.mean:.2f} +- {100 * g.sem:.2f} points"
+                       for k, g in gaps.items())
+    return Outcome(verdict(ok), 100 * hi.mean, 100 * hi.sem, f"points at k={max(gaps)}",
+                   "best of AR and REPS minus 4Ofan: " + detail)
+
+
+def c_fig6_half(d: Data) -> Outcome:
+    rows = d.of("fig6")
+    if valid(rows).empty:
+        return no_data("fig6")
+    k = int(valid(rows)["k"].max())
+    drb, one, ofan = (stat(rows, "cct_increase", cell_label=s, k=k) for s in ("drb", "1ofan", "ofan"))
+    if not (drb.ok and one.ok and ofan.ok):
+        return no_data(f"fig6 at k={k}")
+    gap = diff(drb, ofan)
+    detail = f"k={k}: DRB {pct(drb)}, 1Ofan {pct(one)}, Ofan {pct(ofan)}"
+    if gap.mean <= 2 * gap.sem:
+        return Outcome("not comparable", None, None, "", detail,
+                       "DRB and Ofan are within two standard errors of each other here: no gap to share")
+    r = (drb.mean - one.mean) / gap.mean
+    return Outcome(verdict(0.25 <= r <= 0.75), r, None, "of the DRB-Ofan gap recovered by 1Ofan", detail)
+
+
+def c_fig7_sqrt(d: Data) -> Outcome:
+    rows = d.of("fig4")
+    sizes = (256 * KB, MB, 4 * MB)
+    out, ok = [], True
+    slopes = []
+    for s in ("ar", "reps"):
+        gaps = [diff(stat(rows, "cct_increase", cell_label=s, size_bytes=m),
+                     stat(rows, "cct_increase", cell_label="ofan", size_bytes=m)) for m in sizes]
+        if not all(g.ok for g in gaps):
+            return no_data(f"fig4 {s} and ofan at every size")
+        if any(g.mean <= 0 for g in gaps):
+            ok = False
+            out.append(f"{s}: a gap <= 0 ({', '.join(f'{100 * g.mean:.2f}' for g in gaps)} points)")
+            continue
+        b, se = slope(list(sizes), [g.mean for g in gaps])
+        slopes.append(b)
+        ok = ok and -0.8 <= b <= -0.2
+        out.append(f"{s} - Ofan: {', '.join(f'{100 * g.mean:.2f}' for g in gaps)} points, exponent {b:.2f} +- {se:.2f}")
+    return Outcome(verdict(ok), float(np.mean(slopes)) if slopes else None, None, "mean exponent of the gap",
+                   "; ".join(out))
+
+
+def c_fig7_reps(d: Data) -> Outcome:
+    rows = valid(d.of("fig12"))
+    if rows.empty:
+        return no_data("fig12")
+    reps = rows[rows["cell_label"] == "reps"]
+    freezes = int(reps["host_lb_freezes"].sum()) if "host_lb_freezes" in reps else 0
+    detail = f"REPS connections frozen in the congestion-control runs (4 MB): {freezes}"
+    if not freezes:
+        return Outcome("not comparable", 0.0, None, "freezes", detail,
+                       "no REPS connection timed out, so freezing never triggered; without congestion control no "
+                       "packet is lost here (unlimited buffers), so the paper's conjecture cannot be exercised")
+    worse = []
+    for cc in sorted(reps["cell_cc"].unique()):
+        r, a = stat(rows, "cct_increase", cell_label="reps", cell_cc=cc), stat(rows, "cct_increase", cell_label="ar",
+                                                                               cell_cc=cc)
+        worse.append((cc, r, a))
+    ok = all(r.mean > a.mean for _, r, a in worse)
+    detail += "; " + ", ".join(f"{cc}: REPS {pct(r)}, AR {pct(a)}" for cc, r, a in worse)
+    return Outcome(verdict(ok), float(freezes), None, "freezes", detail)
+
+
+def c_fig8_sweet(d: Data) -> Outcome:
+    rows = d.of("fig8")
+    pays = sorted(int(p) for p in valid(rows)["cell_payload"].unique()) if not valid(rows).empty else []
+    ccts = {p: stat(rows, "cct_s", cell_payload=p) for p in pays}
+    ccts = {p: s for p, s in ccts.items() if s.ok}
+    if len(ccts) < 3 or 4096 not in ccts:
+        return no_data("fig8 at three payloads including 4096")
+    best = min(ccts, key=lambda p: ccts[p].mean)
+    # the model (appendix G): queueing of alpha packets of the run's size, headers of H bytes each:
+    # P - H = sqrt((H / alpha) D); alpha from the 4 KB runs' increase over their bound, in packet times
+    v = valid(rows)
+    v4 = v[v["cell_payload"] == 4096]
+    h = PAPER_WIRE_FRAME_BYTES - 4096  # 82: headers and gap on the wire
+    t_pkt = PAPER_WIRE_FRAME_BYTES * 8 / v4["rate_bps"].astype(float)
+    alpha = float(((v4["cct_s"] - v4["cct_lower_bound_s"]) / t_pkt).mean())
+    message = int(v["size_bytes"].iloc[0])
+    model = math.sqrt(h / alpha * message) if alpha > 0 else math.inf
+    interior = min(ccts) < best < max(ccts)
+    ok = interior and best / 2 <= model <= best * 2
+    detail = (", ".join(f"{p} B: {1e3 * s.mean:.1f} ms" for p, s in ccts.items()) +
+              f"; best {best} B; model alpha {alpha:.2f} packets, P - H = {model:.0f} B")
+    notes = "" if ok else ("a TBF with tokens forwards a frame without its serialisation time at each hop, so larger "
+                           "packets cost less here than with store-and-forward switches (htsim's): the optimum "
+                           "moves up")
+    return Outcome(verdict(ok), float(best), None, "bytes, the best payload", detail, notes)
+
+
+def c_fig9_failures(d: Data) -> Outcome:
+    rows = d.of("fig9")
+    ps = sorted(float(p) for p in valid(rows)["cell_failure"].unique() if p > 0) if not valid(rows).empty else []
+    if not ps:
+        return no_data("fig9 with failures")
+    ok, parts, margin = True, [], math.inf
+    for p in ps:
+        st = {s: stat(rows, "cct_increase_fault_free", cell_label=s, cell_failure=p) for s in ("ofan", "reps", "ar")}
+        if not all(v.ok for v in st.values()):
+            return no_data(f"fig9 at p={p}")
+        best_other = min(st["reps"].mean, st["ar"].mean)
+        margin = min(margin, best_other - st["ofan"].mean)
+        ok = ok and st["ofan"].mean < best_other
+        parts.append(f"p={p:g}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
+    return Outcome(verdict(ok), 100 * margin, None, "points, best of REPS and AR minus Ofan (smallest)",
+                   "; ".join(parts),
+                   "" if ok else "see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of "
+                                 "Ofan's rotation, which rho_max does not assume")
+
+
+def c_fig10(d: Data) -> Outcome:
+    rows = d.of("fig10")
+    cct = {s: stat(rows, "cct_s", cell_label=s) for s in ("ar", "reps", "ofan", "4ofan")}
+    if not all(v.ok for v in cct.values()):
+        return no_data("fig10")
+    base = min(cct["ar"].mean, cct["reps"].mean)
+    red = {s: 1 - cct[s].mean / base for s in ("ofan", "4ofan")}
+    ok = all(v >= 0.11 for v in red.values())
+    return Outcome(verdict(ok), 100 * min(red.values()), None, "% CCT reduction (the smaller of Ofan, 4Ofan)",
+                   ", ".join(f"{s} {1e3 * v.mean:.1f} ms" for s, v in cct.items()),
+                   "" if ok else "the paper's fabric is k=64 (2,048 hosts); the quick scale runs k=16")
+
+
+def c_fig12(cc: str, lo: float) -> Callable[[Data], Outcome]:
+    def check(d: Data) -> Outcome:
+        rows = d.of("fig12")
+        st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in ("ar", "reps", "ofan", "4ofan")}
+        if not all(v.ok for v in st.values()):
+            return no_data(f"fig12 with {cc}")
+        detail = ", ".join(f"{s} {pct(v)}" for s, v in st.items())
+        if cc == "dctcp":
+            ok = max(st["ofan"].mean, st["4ofan"].mean) < 0.01 and min(st["reps"].mean, st["ar"].mean) >= 1.0
+            return Outcome(verdict(ok), 1 + min(st["reps"].mean, st["ar"].mean), None,
+                           "x the bound, the better of REPS and AR", detail)
+        gap = min(st["reps"].mean, st["ar"].mean) - max(st["ofan"].mean, st["4ofan"].mean)
+        return Outcome(verdict(gap >= lo), 100 * gap, None, "points, the better of REPS and AR minus the worse of "
+                       "Ofan and 4Ofan", detail, "" if cc != "swift" else "the paper's MSwift is this testbed's swift")
+    return check
+
+
+def c_memory(d: Data) -> Outcome:
+    tree = FatTree(64, "c")
+    b = models.b_bits(tree.w)
+    edge_ptrs = models.N_CLASSES * (tree.n_edges - 1)  # one per (other edge switch, size class)
+    agg_ptrs = models.N_CLASSES * (tree.pods - 1)  # one per (other pod, size class)
+    edge_kb, agg_b, basis_b = edge_ptrs * b / 8 / 1024, agg_ptrs * b / 8, tree.w * b / 8
+    ok = abs(edge_kb - 2.5) <= 0.125 and abs(agg_b - 79) <= 2 and round(basis_b) == 20
+    return Outcome(verdict(ok), edge_kb, None, "KB per edge switch (k=64)",
+                   f"edge switch {edge_ptrs} pointers of {b} bits = {edge_kb:.2f} KB; aggregation switch {agg_ptrs} "
+                   f"pointers = {agg_b:.0f} B; basis {tree.w} x {b} bits = {basis_b:.0f} B")
+
+
+def c_rtt(d: Data) -> Outcome:
+    rtt = 2 * 6 * PAPER_LINK_DELAY_PKTS  # an inter-pod path, both ways, in packet times of 4,178 B
+    m1, m4 = 256 / rtt, 1024 / rtt
+    ok = abs(rtt / 150 - 1) <= 0.1 and abs(m1 / 1.7 - 1) <= 0.1 and abs(m4 / 6.8 - 1) <= 0.1
+    return Outcome(verdict(ok), rtt, None, "packet times, the inter-pod propagation RTT",
+                   f"1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one packet time, "
+                   f"left out)")
+
+
+def claims() -> list[Claim]:
+    return [
+        Claim("C1", "Sec. 1, Fig. 1(a)", "At load 1 (1 MB permutation, no congestion control) REPS and AR saturate "
+              "below 95 % utilisation while Ofan reaches about 99 %.", "REPS, AR < 95 %; Ofan about 99 %",
+              "Ofan's mean utilisation at load 1 >= 97 % and REPS's and AR's < 95 %", "fig1", c_fig1_utilisation),
+        Claim("C2", "Sec. 1, Fig. 1(a)", "Below load 0.9 every scheme keeps up with the load (utilisation on the "
+              "diagonal).", "utilisation = load up to 0.9",
+              "at load 0.8 every scheme's mean utilisation is within 3 points of 80 %", "fig1", c_fig1_load),
+        Claim("C3", "Sec. 3.2, Fig. 3", "Simple RR and JSQ balance both uplink stages almost perfectly and collapse "
+              "on both downlink stages.", "near 0 up, large down",
+              "for RR and JSQ: worst overload of E->A and A->C <= 10 %, and each of C->A and A->E >= 3x that and "
+              ">= 10 %", "fig3", c_fig3_rr_jsq),
+        Claim("C4", "Sec. 3.2, Fig. 3", "Only the destination-aware schemes are near-flat across all four stages.",
+              "Ofan, 4Ofan, DRB, Ethereal near 0 at every stage",
+              "the worst stage of every destination-aware scheme <= 10 % < the worst stage of every destination-"
+              "oblivious one (RR, JSQ, Choice, DRILL, RPS, AR)", "fig3", c_fig3_aware),
+        Claim("C5", "Sec. 3.2, Fig. 3", "Ethereal achieves ideal balance.", "0 at every stage",
+              "Ethereal's worst overload at every stage <= 2 %", "fig3", c_fig3_ethereal),
+        Claim("C6", "Sec. 3.3-3.5, Fig. 4(b), Thm. 2", "Simple RR, JSQ and CONGA: the largest queue grows nearly "
+              "linearly with the message size.", "Theta(m)",
+              "each one's exponent of the largest queue against m (least squares, 256 KB-4 MB) >= 0.7", "fig4",
+              c_fig4_linear),
+        Claim("C7", "Sec. 3.3-3.5, Fig. 4(b), Thm. 1", "RPS (RSQ), REPS and AR: the largest queue grows about as "
+              "the square root of the message size.", "Theta(sqrt m)", "each one's exponent in [0.3, 0.7)", "fig4",
+              c_fig4_sqrt),
+        Claim("C8", "Sec. 3.4-5.1, Fig. 4(b), Thms. 3-5", "Ethereal, DRB, 4Ofan and Ofan: the largest queue does not "
+              "grow with the message size.", "O(1)", "each one's exponent < 0.3", "fig4", c_fig4_flat),
+        Claim("C9", "App. F.4", "Ofan's edge-uplink queue never exceeds w + 1 packets, whatever the message size.",
+              "<= w + 1 (exact)", "the largest edge-uplink queue of every valid Ofan run without ACKs or failures "
+              "<= k/2 + 1", None, c_f4_edge_bound),
+        Claim("C10", "App. F.2", "For w = 6 the XOR-and-add mapping yields 30 distinct cyclic port orders, against 6 "
+              "with additions alone.", "30 vs 6",
+              "the testbed's basis gives >= 30 distinct cyclic orders; the addition alone gives w = 6 orders", None,
+              c_f2_orders),
+        Claim("C11", "App. F.3, Fig. 17", "The ratio of DRB's largest queue to Ofan's grows with the network size.",
+              "growing ratio", "DRB/Ofan (means) at the largest k > at the smallest k, and > 1", "fig17", c_f3_ratio),
+        Claim("C12", "Sec. 4.2", "DRB is balanced for large messages but worse for small ones, which Ofan's "
+              "consolidated pointers avoid.", "DRB worse at small m",
+              "DRB's CCT increase at 256 KB > at 4 MB, and above Ofan's at 256 KB by more than one SEM", "fig4",
+              c_drb_small),
+        Claim("C13", "Sec. 6.1, Fig. 5(a)", "The CCT gap between 4Ofan and the existing schemes grows with the network "
+              "size.", "about 5 % at 16 hosts to 11 % at 1,024",
+              "(best of AR and REPS) - 4Ofan > 0 at every k, and larger at the largest k than at the smallest",
+              "fig5", c_fig5_gap),
+        Claim("C14", "Sec. 6.1, Fig. 6", "1Ofan against DRB recovers roughly half the CCT gap between DRB and Ofan "
+              "(consolidation at the aggregation switches).", "about 1/2",
+              "(DRB - 1Ofan) / (DRB - Ofan) at the largest k in [0.25, 0.75]; not comparable if DRB - Ofan <= 2 SEM",
+              "fig6", c_fig6_half),
+        Claim("C15", "Sec. 6.1, Fig. 7", "The CCT gap between REPS or AR and Ofan falls like 1/sqrt(m).",
+              "exponent -1/2", "the exponent of (X - Ofan) in CCT increase against m in [-0.8, -0.2] for X = AR and "
+              "REPS (and every gap > 0)", "fig4", c_fig7_sqrt),
+        Claim("C16", "Sec. 6.1, Fig. 7(a)", "REPS gets notably worse at very large messages, conjectured to be its "
+              "freezing mode.", "REPS worst at large m",
+              "if REPS froze in the congestion-control runs: REPS's CCT increase > AR's under every CCA; else not "
+              "comparable", "fig12", c_fig7_reps),
+        Claim("C17", "Sec. 4.2, 6.1, Fig. 8, Thm. 6", "Ofan's CCT has a sweet spot in the packet size, where "
+              "P - H = sqrt((H / alpha) D).", "interior optimum near the model's",
+              "the payload of least CCT is neither the smallest nor the largest tried, and the model's P - H (alpha "
+              "from the 4 KB runs) is within 2x of it", "fig8", c_fig8_sweet),
+        Claim("C18", "Sec. 6.2, Fig. 9", "Under random link failures, hosts paced at rho_max, Ofan keeps "
+              "outperforming REPS and AR.", "Ofan lowest",
+              "at every failure probability > 0, Ofan's mean CCT increase over the fault-free bound < REPS's and "
+              "AR's", "fig9", c_fig9_failures),
+        Claim("C19", "Sec. 6.3, Fig. 10", "On a two-level fat tree Ofan and 4Ofan reduce the CCT by over 11 % "
+              "against REPS and AR.", "> 11 % (k=64)",
+              "1 - CCT(X) / min(CCT(AR), CCT(REPS)) >= 11 % for X = Ofan and 4Ofan", "fig10", c_fig10),
+        Claim("C20", "Sec. 6.4, Fig. 11", "Mixing 4Ofan with AR only lowers the CCT; every mix is slightly above the "
+              "midpoint (7.3 %); edge switches are the best place for 4Ofan.", "midpoint 7.3 %", "-", None,
+              needs="mixed deployments as a sweep dimension (--mix random:0.5|pods:0.5|agg|edge), a later issue"),
+        Claim("C21", "Sec. 6.5, Fig. 12(a)", "With DCTCP, REPS's and AR's CCTs are multiplied by 3-4x while Ofan's "
+              "and 4Ofan's increase stays under 1 %.", "3-4x; < 1 %",
+              "Ofan and 4Ofan < 1 %, REPS and AR >= 2x the bound (a 4 MB permutation)", "fig12", c_fig12("dctcp", 0)),
+        Claim("C22", "Sec. 6.5, Fig. 12", "With NSCC, REPS and AR are worse than Ofan and 4Ofan by at least 8 %.",
+              ">= 8 points", "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 8 points", "fig12",
+              c_fig12("nscc", 0.08)),
+        Claim("C23", "Sec. 6.5, Fig. 12", "With MSwift, REPS and AR are worse than Ofan and 4Ofan by at least 14 %.",
+              ">= 14 points", "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 14 points (swift)", "fig12",
+              c_fig12("swift", 0.14)),
+        Claim("C24", "Sec. 6.6, Fig. 13", "MoE dispatch without congestion control: the bottleneck is the receivers, "
+              "buffers grow beyond 100 MB and LB matters little; skew 1.48x, 1.13x with EPLB.", "> 100 MB", "-",
+              None, needs="the hierarchical expert-parallel dispatch generator with the paper's skews, a later "
+              "issue"),
+        Claim("C25", "Sec. 6.7, Fig. 14", "FSDP2 on Llama-3 405B: Ofan (4Ofan) cuts the CCT increase by 16x (15x) "
+              "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.", "16x, 39x", "-", None,
+              needs="the chained FSDP2 backward pass with random server placement, a later issue"),
+        Claim("C26", "Sec. 4.1", "At k=64 an edge switch needs 4K pointers (about 2.5 KB), an aggregation switch 126 "
+              "(79 B), plus 20 B for the basis.", "2.5 KB, 79 B, 20 B",
+              "the testbed's pointer count x ceil(log2 w) bits within 5 % (2 B for the aggregation switch)", None,
+              c_memory),
+        Claim("C27", "Sec. 6, 6.5", "The propagation RTT is about 150 packets; 1 MB is 1.7 RTTs and 4 MB 6.8.",
+              "150; 1.7; 6.8", "the testbed's time base within 10 % of each", None, c_rtt),
+    ]
+
+
+# -- running and writing ---------------------------------------------------------------------
+def select(names: str | None) -> list[Claim]:
+    """The claims asked for (comma-separated ids, case-insensitive), all by default; a RunError names an unknown
+    one."""
+    every = claims()
+    if not names:
+        return every
+    by_id = {c.cid.lower(): c for c in every}
+    want = [n.strip().lower() for n in names.split(",") if n.strip()]
+    unknown = [n for n in want if n not in by_id]
+    if unknown:
+        raise RunError(f"unknown claim {unknown[0]!r} (one of {', '.join(c.cid for c in every)})")
+    return [by_id[n] for n in dict.fromkeys(want)]
+
+
+def needed(selected: list[Claim]) -> list[str]:
+    """The experiments the selected claims read, in order (C9 reads the runs without ACKs of several)."""
+    out: list[str] = []
+    for c in selected:
+        names = ("fig3", "fig6", "fig17") if c.cid == "C9" else (c.experiment,) if c.experiment else ()
+        out += [n for n in names if n not in out]
+    return out
+
+
+def matrices(scale: str, propagation: str, selected: list[Claim]) -> dict[str, Matrix]:
+    if scale not in SCALES:
+        raise RunError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
+    ex = experiments()
+    return {n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation) for n in needed(selected)}
+
+
+def evaluate(selected: list[Claim], data: Data) -> list[dict[str, Any]]:
+    out = []
+    for c in selected:
+        if c.check is None:
+            o = Outcome("pending", None, None, "", "", f"needs {c.needs}")
+        else:
+            try:
+                o = c.check(data)
+            except KeyError as e:  # a column the experiment's rows do not have (a partial sweep)
+                o = no_data(f"{c.experiment} ({e})")
+        out.append({"id": c.cid, "section": c.section, "statement": c.statement, "paper": c.paper,
+                    "experiment": c.experiment, "rule": c.rule, "verdict": o.verdict, "value": o.value,
+                    "sem": o.sem, "unit": o.unit, "detail": o.detail, "notes": o.notes})
+    return out
+
+
+def write(out_dir: Path, results: list[dict[str, Any]], meta: dict[str, Any]) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "claims.json").write_text(json.dumps({**meta, "claims": results}, indent=1, default=str))
+    (out_dir / "claims.md").write_text(markdown(results, meta))
+
+
+def _num(v: float | None, sem: float | None) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    s = f"{v:.3g}"
+    return f"{s} +- {sem:.2g}" if sem else s
+
+
+def format_value(r: dict[str, Any]) -> str:
+    """A result's value, its SEM and its unit, as text."""
+    return _num(r["value"], r["sem"]) + (f" {r['unit']}" if r["value"] is not None and r["unit"] else "")
+
+
+def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
+    counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
+    lines = [f"# The paper's claims, checked at scale `{meta.get('scale')}`", "",
+             f"Command: `{meta.get('command')}`  ",
+             f"Commit {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; wall time "
+             f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link.", "",
+             "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
+             "| claim | section | the paper | here | verdict |", "|---|---|---|---|---|"]
+    for r in results:
+        here = format_value(r)
+        lines.append(f"| {r['id']} | {r['section']} | {r['paper']} | {here} | **{r['verdict']}** |")
+    lines += ["", "## Each claim", ""]
+    for r in results:
+        lines += [f"### {r['id']}: {r['verdict']} ({r['section']})", "", r["statement"], "",
+                  f"- the paper: {r['paper']}", f"- rule: {r['rule']}",
+                  f"- experiment: {r['experiment'] or 'computed from the testbed itself'}"]
+        if r["detail"]:
+            lines.append(f"- measured: {r['detail']}")
+        if r["notes"]:
+            lines.append(f"- note: {r['notes']}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def load_rows(out_dir: Path, names: list[str]) -> dict[str, pd.DataFrame]:
+    rows = {}
+    for n in names:
+        table = out_dir / "experiments" / n / "results.parquet"
+        if table.exists():
+            rows[n] = pd.read_parquet(table)
+    return rows
+
+
+def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
+    """Each experiment's sweep directory (a directory holding another matrix is refused: testbed.run.sweep)."""
+    return {n: SweepDir(out_dir / "experiments" / n, m) for n, m in mats.items()}
+
+
+def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, prefix: str, meta: dict[str, Any],
+        cluster: str | None = None, progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
+        wait: bool = False) -> list[dict[str, Any]]:
+    """Every experiment the selected claims need (what is done already is kept: resumable), then every rule;
+    writes claims.json and claims.md and returns the claims' results."""
+    from .sweep import run_local
+
+    mats = matrices(scale, propagation, selected)
+    dirs = sweep_dirs(out_dir, mats)
+    t0 = time.monotonic()
+    for name, d in dirs.items():
+        def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
+            if progress is not None:
+                progress(name, done, total, row)
+
+        if not d.pending():
+            continue
+        if cluster is not None:
+            from .cluster import run_ray
+
+            run_ray(d, cluster, each)
+        else:
+            run_local(d, prefix, each, wait=wait)
+    previous = _previous_wall_s(out_dir)
+    results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))))
+    write(out_dir, results, {**meta, "scale": scale, "propagation": propagation,
+                             "wall_s": previous + time.monotonic() - t0,
+                             "experiments": {n: m.to_json() for n, m in mats.items()}})
+    return results
+
+
+def _previous_wall_s(out_dir: Path) -> float:
+    """The wall time of earlier invocations on this directory (a resumed check adds to it)."""
+    try:
+        return float(json.loads((out_dir / "claims.json").read_text()).get("wall_s", 0.0))
+    except (FileNotFoundError, ValueError):
+        return 0.0

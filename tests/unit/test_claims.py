@@ -1,0 +1,130 @@
+"""The claims check's logic (testbed.run.claims) on hand-made rows: each rule
+says agrees or disagrees on the side of its threshold the numbers are on,
+invalid runs never count, what is missing is "no data" or "pending", never
+dropped, and the output lists every claim."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from testbed.run import claims as cl
+from testbed.run.params import RunError
+
+KB, MB = 1024, 1 << 20
+
+
+def row(label: str, valid: bool = True, **kw: Any) -> dict[str, Any]:
+    base = {"cell_label": label, "fidelity_valid": valid, "k": 4, "size_bytes": MB, "load": 1.0, "cell_failure": 0.0,
+            "cell_payload": 4096, "cell_cc": "none", "cct_increase": 0.0, "cct_increase_fault_free": 0.0,
+            "utilisation": 1.0, "max_queue_pkts": 1, "queue_edge_agg_max_pkts": 1, "cct_s": 1.0,
+            "cct_lower_bound_s": 1.0, "rate_bps": 50_000_000, "host_lb_freezes": 0,
+            **{f"overload_{s}": 0.0 for s in cl.STAGES_UP + cl.STAGES_DOWN}}
+    base.update(kw)
+    return base
+
+
+def data(**experiments: list[dict[str, Any]]) -> cl.Data:
+    return cl.Data("quick", {name: pd.DataFrame(rows) for name, rows in experiments.items()})
+
+
+def by_id(cid: str) -> cl.Claim:
+    return next(c for c in cl.claims() if c.cid == cid)
+
+
+def test_every_claim_has_a_rule_or_says_what_it_needs() -> None:
+    every = cl.claims()
+    assert len(every) >= 15 and len({c.cid for c in every}) == len(every)
+    for c in every:
+        assert (c.check is None) == bool(c.needs), c.cid
+        assert c.experiment is None or c.experiment in cl.experiments(), c.cid
+    assert sum(1 for c in every if c.check is not None) >= 15
+    for scale in cl.SCALES:  # every experiment's matrix checks its cells when built
+        mats = cl.matrices(scale, "paper", every)
+        assert set(mats) == set(cl.needed(every)) and all(m.propagation == "paper" for m in mats.values())
+
+
+def test_selection_and_bad_input() -> None:
+    assert [c.cid for c in cl.select("c3,C1,c3")] == ["C3", "C1"]
+    with pytest.raises(RunError, match="unknown claim 'c99'"):
+        cl.select("C1,C99")
+    with pytest.raises(RunError, match="--scale"):
+        cl.matrices("huge", "paper", cl.select("C1"))
+    assert cl.needed(cl.select("C9")) == ["fig3", "fig6", "fig17"]
+
+
+def test_utilisation_rule_and_invalid_runs_left_out() -> None:
+    good = [row("ofan", utilisation=0.99), row("reps", utilisation=0.93), row("ar", utilisation=0.94),
+            row("reps", valid=False, utilisation=0.999)]  # an invalid run never counts
+    assert cl.c_fig1_utilisation(data(fig1=good)).verdict == "agrees"
+    bad = [row("ofan", utilisation=0.99), row("reps", utilisation=0.96), row("ar", utilisation=0.94)]
+    assert cl.c_fig1_utilisation(data(fig1=bad)).verdict == "disagrees"
+    assert cl.c_fig1_utilisation(data(fig1=[row("ofan", utilisation=0.99)])).verdict == "no data"
+
+
+@pytest.mark.parametrize(("exponent", "linear", "sqrt", "flat"),
+                         [(1.0, "agrees", "disagrees", "disagrees"), (0.5, "disagrees", "agrees", "disagrees"),
+                          (0.0, "disagrees", "disagrees", "agrees")])
+def test_growth_classes_by_exponent(exponent: float, linear: str, sqrt: str, flat: str) -> None:
+    labels = cl.CLASS_LINEAR + cl.CLASS_SQRT + cl.CLASS_FLAT
+    rows = [row(s, size_bytes=m, seed=seed, max_queue_pkts=10 * (m / KB) ** exponent * (1 + 0.01 * seed))
+            for s in labels for m in (256 * KB, MB, 4 * MB) for seed in (1, 2)]
+    d = data(fig4=rows)
+    assert (cl.c_fig4_linear(d).verdict, cl.c_fig4_sqrt(d).verdict, cl.c_fig4_flat(d).verdict) == (linear, sqrt, flat)
+    assert cl.c_fig4_sqrt(d).value == pytest.approx(exponent, abs=0.02)
+
+
+def test_failures_rule_takes_the_fault_free_increase() -> None:
+    rows = [row(s, cell_failure=p, cct_increase_fault_free=v, cct_increase=0.0)
+            for p in (0.05, 0.1) for s, v in (("ofan", 0.2), ("reps", 0.3), ("ar", 0.25))]
+    assert cl.c_fig9_failures(data(fig9=rows)).verdict == "agrees"
+    rows.append(row("ofan", cell_failure=0.1, cct_increase_fault_free=0.6))  # mean 0.4 > 0.25 at p=0.1
+    out = cl.c_fig9_failures(data(fig9=rows))
+    assert out.verdict == "disagrees" and out.value == pytest.approx(-15.0)
+
+
+def test_a_gap_within_its_errors_is_not_comparable() -> None:
+    rows = [row(s, k=8, seed=i, cct_increase=v) for i, (a, b) in enumerate(((0.10, 0.12), (0.12, 0.10)))
+            for s, v in (("drb", a), ("ofan", b), ("1ofan", a))]
+    assert cl.c_fig6_half(data(fig6=rows)).verdict == "not comparable"
+    rows = [row(s, k=8, cct_increase=v) for s, v in (("drb", 0.20), ("1ofan", 0.12), ("ofan", 0.04))]
+    out = cl.c_fig6_half(data(fig6=rows))
+    assert out.verdict == "agrees" and out.value == pytest.approx(0.5)
+
+
+def test_edge_bound_reads_every_run_without_acks() -> None:
+    ok = [row("ofan", k=4, queue_edge_agg_max_pkts=3), row("ofan", k=8, queue_edge_agg_max_pkts=5)]
+    assert cl.c_f4_edge_bound(data(fig3=ok[:1], fig17=ok[1:])).verdict == "agrees"
+    over = ok + [row("ofan", k=8, queue_edge_agg_max_pkts=6)]
+    out = cl.c_f4_edge_bound(data(fig6=over))
+    assert out.verdict == "disagrees" and out.value == 1.0
+
+
+def test_computed_claims_from_the_testbed_itself() -> None:
+    empty = cl.Data("quick")
+    assert cl.c_f2_orders(empty).verdict == "agrees" and cl.c_f2_orders(empty).value >= 30
+    mem = cl.c_memory(empty)
+    assert mem.verdict == "agrees" and mem.value == pytest.approx(2.5, abs=0.01)
+    rtt = cl.c_rtt(empty)
+    assert rtt.verdict == "agrees" and rtt.value == pytest.approx(143.6, abs=0.1)
+
+
+def test_output_lists_every_claim(tmp_path: Path) -> None:
+    every = cl.claims()
+    results = cl.evaluate(every, cl.Data("quick"))
+    assert [r["id"] for r in results] == [c.cid for c in every]
+    assert {r["verdict"] for r in results} <= set(cl.VERDICTS)
+    assert all(r["verdict"] == "pending" for r in results if r["id"] in ("C20", "C24", "C25"))
+    cl.write(tmp_path, results, {"scale": "quick", "command": "testbed paper claims", "commit": "x", "date": "d",
+                                 "machine": "m", "wall_s": 60.0, "propagation": "paper"})
+    md = (tmp_path / "claims.md").read_text()
+    assert all(f"| {c.cid} |" in md for c in every)
+    import json
+
+    j = json.loads((tmp_path / "claims.json").read_text())
+    assert len(j["claims"]) == len(every) and all({"value", "sem", "verdict"} <= set(r) for r in j["claims"])
+    assert math.isnan(cl.stat(pd.DataFrame(), "x").mean)

@@ -116,5 +116,6 @@ int host_ingress(struct __sk_buff *skb)
         maps_count(CNT_ACK_ERR);
         return TC_ACT_SHOT;
     }
+    skb->priority = ACK_PRIORITY; /* ahead of the NIC's data frames, where the fabric orders its queues */
     return bpf_redirect(out, 0);
 }

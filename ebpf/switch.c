@@ -144,6 +144,7 @@ int switch_ingress(struct __sk_buff *skb)
     __u64 q_pkts, q_bytes;
     queue_join(out, skb->len, now, &q_pkts, &q_bytes);
     ecn_mark(skb, rc, out, q_pkts, q_bytes);
+    skb->priority = skb->len < SMALL_MAX_BYTES ? ACK_PRIORITY : 0; /* ACKs first, where the link orders them */
     skb->cb[0] = out;
 #ifdef TB_TEST_RUN
     return TC_ACT_OK; /* differential tests: report the choice in cb[0], send nothing */

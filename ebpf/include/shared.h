@@ -64,6 +64,10 @@
 #define CLASS_SMALL 1
 #define N_CLASSES   2
 #define SMALL_MAX_BYTES 256  /* frames shorter than this use CLASS_SMALL */
+/* skb->priority of an ACK (a CLASS_SMALL frame) as it joins a queue: the class 10:1 of the HTB that orders each
+ * link's TBF when a fabric serves ACKs first (testbed.fabric.netlink.ack_priority); 0 for data, whose default
+ * class is 10:2 */
+#define ACK_PRIORITY 0x00100001
 
 /* Port of a switch or host: port_info[ifindex]. */
 struct port_info {

@@ -189,6 +189,13 @@ def add_wire_overhead(sp: argparse.ArgumentParser) -> None:
                          f"line time; 0: bare veth frames). A fabric's, fixed when it is built")
 
 
+def add_ack_priority(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--ack-priority", action=argparse.BooleanOptionalAction, default=True,
+                    help="every queue serves ACKs before data, strict priority (default on, as htsim's switches and "
+                         "NICs): an HTB under each link's TBF, the class picked by the programs. A fabric's, fixed "
+                         "when it is built")
+
+
 def add_topology(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--topology", choices=KINDS, default=None,
                     help="fattree (3 levels, default) or leafspine (2 levels, k^2/2 hosts)")

@@ -27,6 +27,7 @@ def add_up(sub: Any) -> None:
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
     args.add_wire_overhead(up)
+    args.add_ack_priority(up)
     args.add_topology(up)
     args.add_common(up)
 
@@ -35,7 +36,8 @@ def cmd_up(a: argparse.Namespace) -> int:
     topology = a.topology or "fattree"
     rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
     spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
-                      pipe_size=a.pipe_size, topology=topology, wire_overhead=a.wire_overhead)
+                      pipe_size=a.pipe_size, topology=topology, wire_overhead=a.wire_overhead,
+                      ack_priority=a.ack_priority)
     args.need_root()
     fab = Fabric(spec)
     try:

@@ -53,6 +53,7 @@ def add_run(sub: Any) -> None:
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
     args.add_propagation(run)
     args.add_wire_overhead(run)
+    args.add_ack_priority(run)
     add_ecn(run)
     add_transport(run)
     add_sampled(run)
@@ -213,6 +214,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
         else:
             spec = FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, wire_overhead=a.wire_overhead,
+                              ack_priority=a.ack_priority,
                               scheme=(scheme or Scheme.ECMP).switch_scheme, seed=a.seed, pipe_size=a.pipe_size,
                               topology=tree.kind)
             with Fabric(spec) as fab:
@@ -235,6 +237,7 @@ def add_compare(sub: Any) -> None:
     cmp_.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps and conga need it)")
     args.add_propagation(cmp_)
     args.add_wire_overhead(cmp_)
+    args.add_ack_priority(cmp_)
     add_ecn(cmp_)
     add_sampled(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
@@ -287,7 +290,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
                 df = run_all(fab)
         else:
             with Fabric(FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, topology=tree.kind,
-                                   wire_overhead=a.wire_overhead)) as fab:
+                                   wire_overhead=a.wire_overhead, ack_priority=a.ack_priority)) as fab:
                 df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)

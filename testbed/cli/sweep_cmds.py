@@ -103,6 +103,7 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
     args.add_propagation(sw)
     args.add_wire_overhead(sw)
+    args.add_ack_priority(sw)
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
@@ -121,7 +122,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
                   a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
-                  propagation=a.propagation.label, wire_overhead=a.wire_overhead)
+                  propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority)
 
 
 def describe(row: dict[str, Any]) -> str:

@@ -66,6 +66,7 @@ class FabricSpec:
     pipe_size: int = 4  # pOfan ports per pipe (schemes.PIPES_PER_CPU: per-CPU pointers)
     topology: str = "fattree"  # or "leafspine" (testbed.topology)
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (traffic.packet); 0: none
+    ack_priority: bool = True  # every queue serves ACKs before data (netlink.ack_priority), as htsim's switches
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -172,7 +173,7 @@ class Fabric:
             raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
         spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
                           burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology,
-                          wire_overhead=st.wire_overhead)
+                          wire_overhead=st.wire_overhead, ack_priority=st.ack_priority)
         fab = cls(spec)
         fab.owned = False
         fab.maps = Maps(prefix)
@@ -194,7 +195,7 @@ class Fabric:
         t0 = time.perf_counter()
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), topology=spec.topology,
-                                     wire_overhead=spec.wire_overhead))
+                                     wire_overhead=spec.wire_overhead, ack_priority=spec.ack_priority))
         compiling = CompileThread(Dims.of(tree))
         netns.prepare_run_dir()
         made: dict[str, tuple[Netlink, socket.socket]] = {}
@@ -249,7 +250,8 @@ class Fabric:
                     pass
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
-                                     complete=True, topology=spec.topology, wire_overhead=spec.wire_overhead))
+                                     complete=True, topology=spec.topology, wire_overhead=spec.wire_overhead,
+                                     ack_priority=spec.ack_priority))
         times.total_s = time.perf_counter() - t0
 
     def _wait_links_up(self, socks: dict[str, Netlink], timeout_s: float = 30.0) -> None:
@@ -291,6 +293,8 @@ class Fabric:
         for p in self.tree.ports_of[node.name]:
             reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes,
                                           overhead=spec.wire_overhead))
+            if spec.ack_priority:
+                reqs += netlink.ack_priority(p.ifindex, spec.buffer_bytes, spec.wire_overhead)
             reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
         return reqs
 
@@ -349,10 +353,11 @@ NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (see README, "
 
 def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,
                   peak_ratio: float | None = None, overhead: int = 0) -> None:
-    """Re-pace every host NIC (its egress TBF) to `rate_bps`. With a
+    """Re-pace every host NIC (its egress TBF) to `rate_bps`, its queue (the TBF's child) kept: a change sets a
+    bfifo child's limit to `limit_bytes` and leaves any other child (the ACKs' HTB) alone. With a
     `frame_bytes`, the NIC also gets a peak-rate bucket of one frame at
     `peak_ratio` x the rate: a NIC served late catches up at that rate, never
-    by sending two frames back to back."""
+    by sending two frames back to back. Every frame costs `overhead` bytes more (FabricSpec.wire_overhead)."""
     ratio = NIC_PEAK_RATIO if peak_ratio is None else peak_ratio
     peak = int(rate_bps * ratio) if frame_bytes and ratio > 1 else 0
     for h in tree.hosts:

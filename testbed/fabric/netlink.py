@@ -31,6 +31,7 @@ RTM_NEWADDR = 20
 RTM_NEWROUTE = 24
 RTM_NEWNEIGH = 28
 RTM_NEWQDISC, RTM_GETQDISC = 36, 38
+RTM_NEWTCLASS = 40
 RTM_NEWTFILTER = 44
 
 IFLA_ADDRESS, IFLA_IFNAME, IFLA_MTU, IFLA_OPERSTATE, IFLA_LINKINFO, IFLA_NET_NS_FD = 1, 3, 4, 16, 18, 28
@@ -45,6 +46,7 @@ NDA_DST, NDA_LLADDR = 1, 2
 NUD_PERMANENT = 0x80
 TCA_KIND, TCA_OPTIONS = 1, 2
 TCA_TBF_PARMS, TCA_TBF_BURST, TCA_TBF_PBURST = 1, 6, 7
+TCA_HTB_PARMS, TCA_HTB_INIT = 1, 2
 TCA_BPF_FD, TCA_BPF_NAME, TCA_BPF_FLAGS = 6, 7, 8
 TCA_BPF_FLAG_ACT_DIRECT = 1
 TC_H_ROOT = 0xFFFFFFFF
@@ -167,6 +169,36 @@ def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, cha
     body = _TCMSG.pack(0, index, tc_handle(1, 0), TC_H_ROOT, 0) + attr_str(TCA_KIND, "tbf") + attr(
         TCA_OPTIONS, opts)
     return Request(RTM_NEWQDISC, 0 if change else NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")
+
+
+# The ACKs' strict priority inside a link's TBF (ebpf/include/shared.h ACK_PRIORITY): the TBF (1:) shapes, its
+# child HTB (10:) only orders: class 10:1 for ACKs (prio 0, chosen by skb->priority), 10:2 for the rest (prio 1,
+# the default), both at a rate no emulated link reaches, each with its own bfifo.
+PRIO_MAJOR, ACK_CLASS, DATA_CLASS = 0x10, 1, 2
+_UNSHAPED_BPS = 10_000_000_000
+
+
+def ack_priority(index: int, limit_bytes: int, overhead: int = 0) -> list[Request]:
+    """The HTB under the TBF of port `index` and its two classes with their bfifos (ACKs first, then data)."""
+    parent = tc_handle(1, 1)  # the TBF's one class: grafting here replaces its default bfifo
+    handle = tc_handle(PRIO_MAJOR, 0)
+    glob = struct.pack("=IIIII", 3, 10, DATA_CLASS, 0, 0)  # version, rate2quantum, default class, debug, direct
+    reqs = [Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL,
+                    _TCMSG.pack(0, index, handle, parent, 0) + attr_str(TCA_KIND, "htb")
+                    + attr(TCA_OPTIONS, attr(TCA_HTB_INIT, glob)), f"htb on {index}")]
+    rate_Bps = _UNSHAPED_BPS // 8
+    rate = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, overhead, 0, 0, rate_Bps)
+    buffer_ticks = int(1 << 20) * 64 * 1_000_000 // rate_Bps  # a 1 MB bucket, in 1/64 us ticks
+    for cls, prio in ((ACK_CLASS, 0), (DATA_CLASS, 1)):
+        opt = rate + rate + struct.pack("=IIIII", buffer_ticks, buffer_ticks, 65536, 0, prio)
+        reqs.append(Request(RTM_NEWTCLASS, NLM_F_CREATE | NLM_F_EXCL,
+                            _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR, cls), handle, 0) + attr_str(TCA_KIND, "htb")
+                            + attr(TCA_OPTIONS, attr(TCA_HTB_PARMS, opt)), f"htb class {cls} on {index}"))
+        reqs.append(Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL,
+                            _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR + cls, 0), tc_handle(PRIO_MAJOR, cls), 0)
+                            + attr_str(TCA_KIND, "bfifo") + attr(TCA_OPTIONS, struct.pack("=I", limit_bytes)),
+                            f"bfifo {cls} on {index}"))
+    return reqs
 
 
 def qdisc_clsact(index: int, egress: bool = True) -> Request:

@@ -24,6 +24,7 @@ class FabricState:
     complete: bool = False
     topology: str = "fattree"
     wire_overhead: int = 0  # bytes every link charges per frame beyond its length (FabricSpec.wire_overhead)
+    ack_priority: bool = False  # queues serve ACKs first (FabricSpec.ack_priority)
 
 
 def path(prefix: str) -> str:

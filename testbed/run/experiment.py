@@ -150,7 +150,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "params": params, "scheme": scheme_label, "k": tree.k, "topology": tree.kind, "hosts": tree.n_hosts,
             "prefix": spec.prefix,
             "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
-                       "wire_overhead_bytes": spec.wire_overhead,
+                       "wire_overhead_bytes": spec.wire_overhead, "ack_priority": spec.ack_priority,
                        "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),
                        "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
             "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,

@@ -89,6 +89,7 @@ class Matrix:
     drill_m: int = SampledParams.drill_m
     propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
+    ack_priority: bool = True  # queues serve ACKs first (FabricSpec.ack_priority)
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -358,7 +359,7 @@ def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterat
         raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
     clean.clean(prefix)
     spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu,
-                      wire_overhead=m.wire_overhead)
+                      wire_overhead=m.wire_overhead, ack_priority=m.ack_priority)
     with Fabric(spec) as fab:
         yield fab
 

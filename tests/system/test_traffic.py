@@ -237,3 +237,33 @@ def test_htsim_connection_matrix_runs_with_its_start_times(tmp_path: Path) -> No
     e = cli("run", "--workload", "cm", "--flows", str(bad), "--k", "4", "--prefix", "tcm")
     assert e.returncode == 2 and e.stderr.strip() == f"testbed: error: {bad}, line 3: nodes must be distinct " \
                                                      f"and below 16, got 3->3"
+
+
+def _classes(tree: Any, node: str, peer: str) -> dict[str, tuple[int, int]]:
+    """The HTB classes under a port's TBF: classid -> (bytes, packets) sent (tc's text: this tc has no JSON for
+    classes)."""
+    import re
+    import subprocess
+
+    out = subprocess.run(["ip", "netns", "exec", tree.ns(node), "tc", "-s", "class", "show", "dev", peer],
+                         capture_output=True, text=True, check=True).stdout
+    return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"class htb (\S+) .*\n Sent (\d+) bytes (\d+) pkt", out)}
+
+
+def test_acks_go_ahead_of_data_in_every_queue(fab: Fabric) -> None:
+    """With ACK priority (the default), every port's TBF holds an HTB whose class 10:1 (strict priority) takes the
+    62-byte ACKs and 10:2 the data frames: counted on a host's NIC and on a switch port of its path."""
+    tree = fab.tree
+    assert fab.spec.ack_priority
+    host = tree.hosts[0]
+    edge = tree.edge_of(host.name)
+    before = {**_classes(tree, host.name, edge), **{f"e{k}": v for k, v in _classes(tree, edge, host.name).items()}}
+    r = run(fab, RunParams("permutation", 64 * KB, 1.0, Scheme.OFAN, seed=2, acks=True)).to_json()
+    assert r["acks_received"] == r["packets_received"] == 16 * 16
+    nic = _classes(tree, host.name, edge)
+    down = _classes(tree, edge, host.name)
+    for got, key in ((nic, ""), (down, "e")):
+        ack_b, ack_p = (got["10:1"][i] - before[f"{key}10:1"][i] for i in (0, 1))
+        data_b, data_p = (got["10:2"][i] - before[f"{key}10:2"][i] for i in (0, 1))
+        assert ack_p == 16 and ack_b == 16 * 62  # the host's ACKs leave by its NIC; its flow's ACKs come down
+        assert data_p == 16 and data_b == 16 * 4154

@@ -189,6 +189,22 @@ def add_wire_overhead(sp: argparse.ArgumentParser) -> None:
                          f"line time; 0: bare veth frames). A fabric's, fixed when it is built")
 
 
+def rate_factor(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"the rate factor is a number in (0, 1], got {text!r}") from None
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"the rate factor must be in (0, 1], got {text}")
+    return v
+
+
+def add_rate_factor(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--rate-factor", type=rate_factor, default=1.0, metavar="F",
+                    help="with the auto rate: run every fabric at this fraction of it (default 1), for a machine "
+                         "busier than the one the packet budget was measured on")
+
+
 def add_ack_priority(sp: argparse.ArgumentParser) -> None:
     sp.add_argument("--ack-priority", action=argparse.BooleanOptionalAction, default=True,
                     help="every queue serves ACKs before data, strict priority (default on, as htsim's switches and "

@@ -104,6 +104,7 @@ def add_sweep(sub: Any) -> None:
     args.add_propagation(sw)
     args.add_wire_overhead(sw)
     args.add_ack_priority(sw)
+    args.add_rate_factor(sw)
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
@@ -122,7 +123,8 @@ def matrix_of(a: argparse.Namespace) -> Any:
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
                   a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
-                  propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority)
+                  propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority,
+                  rate_factor=a.rate_factor)
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -197,6 +199,7 @@ def add_paper(sub: Any) -> None:
     pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
     pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
     args.add_propagation(pp)
+    args.add_rate_factor(pp)
     add_wait(pp)
     pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
 
@@ -221,7 +224,7 @@ def cmd_paper(a: argparse.Namespace) -> int:
         args.console().print(t)
         return 0
     a.out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
-    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label)
+    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label, rate_factor=a.rate_factor)
     from ..run.sweep import SweepDir, run_local
 
     d = SweepDir(a.out, m)
@@ -263,7 +266,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
 
     selected = cl.select(a.claims)
     out = a.out or Path("results") / f"paper-claims-{a.scale}"
-    mats = cl.matrices(a.scale, a.propagation.label, selected)  # every cell checked before anything is built
+    mats = cl.matrices(a.scale, a.propagation.label, selected, a.rate_factor)  # cells checked before any build
     dirs = cl.sweep_dirs(out, mats)  # a directory of another check is refused
     total = sum(len(m.cells()) for m in mats.values())
     pending = sum(len(d.pending()) for d in dirs.values())
@@ -282,7 +285,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
             args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")
 
     t0 = time.monotonic()
-    results = cl.run(out, a.scale, selected, a.propagation.label, a.prefix, meta,
+    results = cl.run(out, a.scale, selected, a.propagation.label, a.prefix, meta, a.rate_factor,
                      None if a.cluster is None else "auto" if a.cluster == "ray" else a.cluster, progress, a.wait)
     from rich.table import Table
 

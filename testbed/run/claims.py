@@ -657,11 +657,12 @@ def needed(selected: list[Claim]) -> list[str]:
     return out
 
 
-def matrices(scale: str, propagation: str, selected: list[Claim]) -> dict[str, Matrix]:
+def matrices(scale: str, propagation: str, selected: list[Claim], rate_factor: float = 1.0) -> dict[str, Matrix]:
     if scale not in SCALES:
         raise RunError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
     ex = experiments()
-    return {n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation) for n in needed(selected)}
+    return {n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation, rate_factor=rate_factor)
+            for n in needed(selected)}
 
 
 def evaluate(selected: list[Claim], data: Data) -> list[dict[str, Any]]:
@@ -703,7 +704,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     lines = [f"# The paper's claims, checked at scale `{meta.get('scale')}`", "",
              f"Command: `{meta.get('command')}`  ",
              f"Commit {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; wall time "
-             f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link.", "",
+             f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link; every fabric at "
+             f"{meta.get('rate_factor', 1.0):g} x its auto rate.", "",
              "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
              "| claim | section | the paper | here | verdict |", "|---|---|---|---|---|"]
     for r in results:
@@ -737,13 +739,13 @@ def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
 
 
 def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, prefix: str, meta: dict[str, Any],
-        cluster: str | None = None, progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
+        rate_factor: float = 1.0, cluster: str | None = None, progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
         wait: bool = False) -> list[dict[str, Any]]:
     """Every experiment the selected claims need (what is done already is kept: resumable), then every rule;
     writes claims.json and claims.md and returns the claims' results."""
     from .sweep import run_local
 
-    mats = matrices(scale, propagation, selected)
+    mats = matrices(scale, propagation, selected, rate_factor)
     dirs = sweep_dirs(out_dir, mats)
     t0 = time.monotonic()
     for name, d in dirs.items():
@@ -761,7 +763,7 @@ def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, pref
             run_local(d, prefix, each, wait=wait)
     previous = _previous_wall_s(out_dir)
     results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))))
-    write(out_dir, results, {**meta, "scale": scale, "propagation": propagation,
+    write(out_dir, results, {**meta, "scale": scale, "propagation": propagation, "rate_factor": rate_factor,
                              "wall_s": previous + time.monotonic() - t0,
                              "experiments": {n: m.to_json() for n, m in mats.items()}})
     return results

@@ -29,6 +29,7 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
+from fractions import Fraction
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from ..dataplane import control
 from ..dataplane.sampled import SampledParams
 from ..dataplane.schemes import SchemeConfig
 from ..fabric import clean, links, state
-from ..fabric.budget import auto_rate_bps
+from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
 from ..topology import FatTree
@@ -90,6 +91,7 @@ class Matrix:
     propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
     ack_priority: bool = True  # queues serve ACKs first (FabricSpec.ack_priority)
+    rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -98,6 +100,8 @@ class Matrix:
             parse_propagation(self.propagation)
         except ValueError as e:
             raise RunError(f"--propagation: {e}") from None
+        if not 0 < self.rate_factor <= 1:
+            raise RunError(f"--rate-factor must be in (0, 1], got {self.rate_factor}")
         configs = parse_schemes(",".join(self.schemes))
         for k in self.ks:
             tree = FatTree(k, "tbs", self.topology)
@@ -166,11 +170,12 @@ class Matrix:
         packets per second), counting the ACKs."""
         if self.rate_bps:
             return self.rate_bps
-        return auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks)
+        auto = auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks)
+        return auto if self.rate_factor == 1 else round_down(Fraction(auto) * Fraction(self.rate_factor))
 
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {
-    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None,
+    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0,
     **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
                                               "drill_d", "drill_m")}}
 

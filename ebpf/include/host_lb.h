@@ -60,7 +60,9 @@
  * agg within a pod or a leaf-spine (the aggregation switch or spine); a
  * packet between two hosts of one edge switch has no choice to make.
  * Mirrored by testbed.dataplane.host_models (reps_take, reps_recycle,
- * host_label, HOST_MODELS).
+ * host_label, HOST_MODELS) for a connection that is neither frozen nor
+ * exploring, without propagation; the delay line, freezing and exploring are
+ * tested on the kernel directly (tests/system/test_host_schemes_kernel.py).
  */
 #pragma once
 #include "maps.h"

@@ -79,7 +79,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     if p.scheme is not None:
         SchemeConfig(p.scheme.switch_scheme, p.pipe_size).validate(tree.switch_ports)
     p.check_fabric(tree)
-    p.check_propagation(tree, spec.rate_bps)
+    p.check_propagation(tree, spec.rate_bps, spec.wire_overhead)
     flows = p.flows(tree)
     if not flows:
         raise RunError("the workload has no flow")

@@ -199,10 +199,10 @@ def rate_factor(text: str) -> float:
     return v
 
 
-def add_rate_factor(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--rate-factor", type=rate_factor, default=1.0, metavar="F",
-                    help="with the auto rate: run every fabric at this fraction of it (default 1), for a machine "
-                         "busier than the one the packet budget was measured on")
+def add_rate_factor(sp: argparse.ArgumentParser, default: str = "1") -> None:
+    sp.add_argument("--rate-factor", type=rate_factor, default=None, metavar="F",
+                    help=f"with the auto rate: run every fabric at this fraction of it (default {default}), for a "
+                         f"machine busier than the one the packet budget was measured on")
 
 
 def add_ack_priority(sp: argparse.ArgumentParser) -> None:

@@ -124,7 +124,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
                   a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
                   propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority,
-                  rate_factor=a.rate_factor)
+                  rate_factor=a.rate_factor or 1.0)
 
 
 def describe(row: dict[str, Any]) -> str:
@@ -199,7 +199,7 @@ def add_paper(sub: Any) -> None:
     pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
     pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
     args.add_propagation(pp)
-    args.add_rate_factor(pp)
+    args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
     add_wait(pp)
     pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
 
@@ -224,7 +224,8 @@ def cmd_paper(a: argparse.Namespace) -> int:
         args.console().print(t)
         return 0
     a.out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
-    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label, rate_factor=a.rate_factor)
+    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label,
+                            rate_factor=a.rate_factor or 1.0)
     from ..run.sweep import SweepDir, run_local
 
     d = SweepDir(a.out, m)
@@ -265,8 +266,9 @@ def cmd_claims(a: argparse.Namespace) -> int:
     from .report import render_claims
 
     selected = cl.select(a.claims)
+    factor = cl.RATE_FACTOR if a.rate_factor is None else a.rate_factor
     out = a.out or Path("results") / f"paper-claims-{a.scale}"
-    mats = cl.matrices(a.scale, a.propagation.label, selected, a.rate_factor)  # cells checked before any build
+    mats = cl.matrices(a.scale, a.propagation.label, selected, factor)  # cells checked before any build
     dirs = cl.sweep_dirs(out, mats)  # a directory of another check is refused
     total = sum(len(m.cells()) for m in mats.values())
     pending = sum(len(d.pending()) for d in dirs.values())
@@ -285,7 +287,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
             args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")
 
     t0 = time.monotonic()
-    results = cl.run(out, a.scale, selected, a.propagation.label, a.prefix, meta, a.rate_factor,
+    results = cl.run(out, a.scale, selected, a.propagation.label, a.prefix, meta, factor,
                      None if a.cluster is None else "auto" if a.cluster == "ray" else a.cluster, progress, a.wait)
     from rich.table import Table
 

@@ -108,8 +108,15 @@ static __always_inline struct tb_bth *parse_roce(void *data, void *end, struct t
     return *udp ? parse_bth(*udp, end) : NULL;
 }
 
+#define ROCE_HEADERS (sizeof(struct tb_eth) + sizeof(struct tb_ipv4) + sizeof(struct tb_udp) + sizeof(struct tb_bth))
+
 static __always_inline struct tb_bth *parse_roce_skb(struct __sk_buff *skb, struct tb_eth **eth, struct tb_ipv4 **ip,
                                                      struct tb_udp **udp)
 {
+    /* A datagram above about 16 KB leaves the socket with only its IP and UDP headers in the linear
+     * part (the rest in pages, where direct access cannot reach): pull the BTH in first. Pointers
+     * taken before this call are invalid after it. */
+    if ((long)skb->data + ROCE_HEADERS > (long)skb->data_end && skb->len >= ROCE_HEADERS)
+        bpf_skb_pull_data(skb, ROCE_HEADERS);
     return parse_roce((void *)(long)skb->data, (void *)(long)skb->data_end, eth, ip, udp);
 }

@@ -198,6 +198,9 @@ def add_paper(sub: Any) -> None:
                          "carries it, hours")
     pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
     pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
+    pp.add_argument("--doc", type=Path, default=None, metavar="PAGE",
+                    help="claims: also put claims.md into PAGE between its generation markers, keeping the "
+                         "page's hand-written parts (docs/reproduction.md is made this way)")
     args.add_propagation(pp)
     args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
     add_wait(pp)
@@ -211,8 +214,8 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     if a.figure == "claims":
         return cmd_claims(a)
-    if a.claims is not None:
-        raise RunError("--claims goes with 'testbed paper claims'")
+    if a.claims is not None or a.doc is not None:
+        raise RunError(f"{'--claims' if a.claims is not None else '--doc'} goes with 'testbed paper claims'")
     figs = figures()
     if a.figure == "list":
         t = Table(title="the paper's figures (testbed paper FIG [--scale quick|paper])")
@@ -266,6 +269,8 @@ def cmd_claims(a: argparse.Namespace) -> int:
     from .report import render_claims
 
     selected = cl.select(a.claims)
+    if a.doc is not None:
+        cl.check_doc(a.doc)
     factor = cl.RATE_FACTOR if a.rate_factor is None else a.rate_factor
     out = a.out or Path("results") / f"paper-claims-{a.scale}"
     mats = cl.matrices(a.scale, a.propagation.label, selected, factor)  # cells checked before any build
@@ -302,4 +307,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
     con.print(t)
     render_claims(out, results, con)
     con.print(f"claims in {out / 'claims.json'} and {out / 'claims.md'}")
+    if a.doc is not None:
+        cl.splice_doc(a.doc, (out / "claims.md").read_text())
+        con.print(f"claims.md put into {a.doc}")
     return 0

@@ -128,3 +128,20 @@ def test_output_lists_every_claim(tmp_path: Path) -> None:
     j = json.loads((tmp_path / "claims.json").read_text())
     assert len(j["claims"]) == len(every) and all({"value", "sem", "verdict"} <= set(r) for r in j["claims"])
     assert math.isnan(cl.stat(pd.DataFrame(), "x").mean)
+
+
+def test_doc_keeps_its_hand_written_parts(tmp_path: Path) -> None:
+    doc = tmp_path / "reproduction.md"
+    cl.splice_doc(doc, "# The paper's claims\n\n| C1 | agrees |\n")
+    first = doc.read_text()
+    assert "## The paper's claims" in first and first.count(cl.DOC_BEGIN) == 1
+    doc.write_text("# Title\n\nmethod by hand\n\n" + first.split("\n", 2)[2] + "\n## Discussion\n\nby hand\n")
+    cl.splice_doc(doc, "# The paper's claims\n\n| C1 | disagrees |\n")
+    text = doc.read_text()
+    assert "method by hand" in text and "## Discussion\n\nby hand" in text
+    assert "| C1 | disagrees |" in text and "| C1 | agrees |" not in text
+    (tmp_path / "plain.md").write_text("no markers\n")
+    with pytest.raises(RunError, match="without one pair of generation markers"):
+        cl.check_doc(tmp_path / "plain.md")
+    with pytest.raises(RunError, match="no directory"):
+        cl.check_doc(tmp_path / "nowhere" / "r.md")

@@ -151,7 +151,9 @@ double tp_rto_ns(const struct tp_flow *f)
 
 int tp_rto_due(const struct tp_flow *f, uint64_t now_ns)
 {
-    return f->inflight > 0 && (double)(now_ns - f->progress_ns) >= tp_rto_ns(f);
+    /* `now_ns` may be older than the progress a sender thread has just recorded (the ACK thread reads its
+     * clock before it takes the flow's lock): that is no time elapsed, not 2^64 ns */
+    return f->inflight > 0 && now_ns > f->progress_ns && (double)(now_ns - f->progress_ns) >= tp_rto_ns(f);
 }
 
 void tp_rto(struct tp_flow *f, uint64_t now_ns)

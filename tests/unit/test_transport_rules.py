@@ -185,6 +185,12 @@ def test_timeout_declares_everything_in_flight_lost(lib: Any) -> None:
     f.ack(4)
     assert not lib.tp_rto_due(f.buf, 500 * US)
     assert lib.tp_rto_due(f.buf, 2_000 * US)  # min RTO 1 ms
+    # a clock read before the flow's last progress (the ACK thread's, taken before a sender's send) is no time
+    # elapsed: an unsigned difference wrapped to 2^64 fired a timeout 8 ms into a k=12 DCTCP run
+    late = Flow(lib, 10, 5, p)
+    late.send_all(3_000 * US)
+    assert not lib.tp_rto_due(late.buf, 2_999 * US)
+    lib.tp_free(late.buf)
     lib.tp_rto(f.buf, 2_000 * US)
     s = f.stats()
     assert s["rtos"] == 1 and s["lost"] == 9 and s["inflight"] == 0

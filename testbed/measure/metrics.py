@@ -210,15 +210,19 @@ def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, w
 
 
 def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], rate_bps: int,
-                          window_ns: int, overhead: int = 0) -> float:
+                          window_ns: int, overhead: int = 0, burst_bytes: int = 0) -> float:
     """Network-wide utilisation (paper Fig. 1a): bytes delivered to the
-    receivers over what their links could carry at line rate during the CCT."""
+    receivers over what their links could carry during the kernel's window
+    (first send to last arrival). A token-bucket link carries at most
+    rate x T plus its bucket (`burst_bytes`, which a port starts a window
+    with) in a time T, so that is the capacity here and a faithful link
+    reads at most 100 % (with rate x T alone a run read up to 101 %)."""
     receivers = {f.dst for f in flows}
     if window_ns <= 0 or not receivers:
         return 0.0
     last = [ports[tree.port(tree.edge_of(tree.hosts[d].name), tree.hosts[d].name).ifindex] for d in receivers]
     got = sum(s.tx_bytes + s.tx_pkts * overhead for s in last)  # bytes of line time
-    return got / (len(receivers) * rate_bps / 8 * window_ns / 1e9)
+    return got / (len(receivers) * (rate_bps / 8 * window_ns / 1e9 + burst_bytes))
 
 
 MIN_PKTS_PER_BUSY_PERIOD = 20

@@ -144,7 +144,8 @@ def test_link_down_from_outside_is_handled() -> None:
         st = json.loads(cli("status", "--json", "--prefix", p).stdout)
         assert [ln["link"] for ln in st["links"] if ln["state"] == "down"] == ["a1_1-c1_0"]
         h = cli("heal", "a1_1-c1_0", "--json", "--prefix", p)
-        assert h.returncode == 0, h.stderr and json.loads(h.stdout)["failed"] == []
+        assert h.returncode == 0, h.stderr
+        assert json.loads(h.stdout)["failed"] == []
     finally:
         cli("clean", "--prefix", p)
     assert leftovers(p) == []

@@ -84,8 +84,8 @@ def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Pa
     for scheme, rel in (("ecmp", 0.03), ("ofan", 0.0)):
         pick = both & (a["scheme"] == scheme).to_numpy()
         x, y = a["cct_increase"].to_numpy()[pick], b["cct_increase"].to_numpy()[pick]
-        if pick.any():  # as before: no pair the verdict trusts in both, nothing to compare
-            assert abs(x.mean() - y.mean()) <= rel * abs(x.mean()) + slack[pick].mean(), (scheme, x, y, slack[pick])
+        assert pick.any(), f"no {scheme} cell valid in both sweeps"  # 4 pairs, each valid in both ~70 %
+        assert abs(x.mean() - y.mean()) <= rel * abs(x.mean()) + slack[pick].mean(), (scheme, x, y, slack[pick])
     assert not leftovers(PREFIX)
 
 

@@ -172,3 +172,21 @@ def test_propagation_shifts_each_flow_and_the_bound_by_its_links() -> None:
     assert b0 > 0
     # the CCT: each flow's last arrival plus its own shift, the latest; a flow that delivered nothing has none
     assert metrics.completion_ns({1: 1_000_000, 2: 0, 3: 900_000}, {1: 2e-4, 2: 9.0, 3: 4e-4}) == 1_300_000
+
+
+def test_utilisation_counts_the_bucket_as_capacity() -> None:
+    """A receiver link that carried everything a token bucket allows in the window (rate x T plus its bucket)
+    reads exactly 100 %; without the bucket in the capacity the same link read above 100 %."""
+    t = FatTree(4)
+    rate, window_ns, burst, overhead = 100_000_000, 1_000_000, 8_428, 24
+    flows = [Flow(1, 0, 1, 1 << 20)]
+    dst = t.hosts[1].name
+    port = t.port(t.edge_of(dst), dst)
+    full = rate // 8 * window_ns // 10**9 + burst  # bytes of line time
+    pkts = 10
+    ports = {p.ifindex: _sample(p.ifindex) for p in t.ports}
+    ports[port.ifindex] = _sample(port.ifindex, tx_pkts=pkts, tx_bytes=full - pkts * overhead)
+    assert metrics.delivered_utilisation(t, flows, ports, rate, window_ns, overhead, burst) == pytest.approx(1.0)
+    assert metrics.delivered_utilisation(t, flows, ports, rate, window_ns, overhead) > 1.0
+    half = {**ports, port.ifindex: _sample(port.ifindex, tx_pkts=pkts, tx_bytes=full // 2 - pkts * overhead)}
+    assert metrics.delivered_utilisation(t, flows, half, rate, window_ns, overhead, burst) == pytest.approx(0.5)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the command is, so that every kernel object's context manager tears it down as
+    for Ctrl-C."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         a = build_parser().parse_args(argv)
         return COMMANDS[a.cmd][1](a)
@@ -59,6 +72,9 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, RuntimeError, OSError) as e:
         print(f"testbed: error: {e}", file=sys.stderr)
         return 2
+    except Terminated:
+        print("testbed: terminated", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return 130

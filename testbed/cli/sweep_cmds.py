@@ -147,8 +147,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if not d.pending():
         args.console().print(f"{a.out}: all {total} cells are done")
     else:
-        if a.cluster is None:
-            args.need_root()  # the nodes of a cluster build the fabrics, not this machine
+        can_run(a)
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("ETA"),
                    TimeRemainingColumn())
         t0 = time.monotonic()
@@ -182,6 +181,17 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     render(a.dir, console=args.console(), html=not a.no_html)
     return 0
+
+
+def can_run(a: argparse.Namespace) -> None:
+    """Before the first cell: root to build fabrics here, or a cluster that answers (the nodes of a cluster
+    build the fabrics, not this machine)."""
+    if a.cluster is None:
+        args.need_root()
+    else:
+        from ..run.cluster import probe
+
+        probe("auto" if a.cluster == "ray" else a.cluster)
 
 
 def add_paper(sub: Any) -> None:
@@ -236,8 +246,7 @@ def cmd_paper(a: argparse.Namespace) -> int:
     con.print(f"{figs[a.figure].reproduces}: {len(m.cells())} runs at --scale {a.scale}, about "
               f"{estimate_s(m) / 60:.0f} min here")
     if d.pending():
-        if a.cluster is None:
-            args.need_root()
+        can_run(a)
 
         def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
             if row is not None:
@@ -280,8 +289,8 @@ def cmd_claims(a: argparse.Namespace) -> int:
     con = args.console()
     con.print(f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {a.scale} "
               f"({total - pending} done already) into {out}")
-    if pending and a.cluster is None:
-        args.need_root()
+    if pending:
+        can_run(a)
     prov = provenance.describe()
     meta = {"command": "testbed " + " ".join(sys.argv[1:]), "commit": prov.get("project_commit"),
             "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),

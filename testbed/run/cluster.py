@@ -25,7 +25,10 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import signal
+import socket
 import tarfile
+import threading
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -35,6 +38,7 @@ import pandas as pd
 
 from ..fabric.lock import run_lock
 from ..fabric.state import STATE_DIR
+from .params import RunError
 from .sweep import Cell, Matrix, Progress, SweepDir, execute_cell, fabric_for
 
 RESOURCE = "testbed_fabric"
@@ -73,6 +77,37 @@ def _remove_dead_stages() -> None:
             continue
 
 
+PROBE_S = 10.0  # a cluster address must accept a TCP connection within this
+WAIT_S = 1.0  # the driver waits for a task at most this long at a time, so SIGINT and SIGTERM are handled
+
+
+def probe(address: str, timeout_s: float = PROBE_S) -> None:
+    """Refuse, in one line and within `timeout_s`, a HOST:PORT (or ray://HOST:PORT) that does not accept a
+    TCP connection: Ray's own connect retries for minutes and, blocked in its C++ core, ignores signals."""
+    if address == "auto":
+        return
+    hostport = address.removeprefix("ray://")
+    host, sep, port = hostport.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        raise RunError(f"cluster address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
+    result: list[BaseException | None] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            result.append(None)
+        except OSError as e:
+            result.append(e)
+
+    t = threading.Thread(target=connect, daemon=True)  # name resolution has no timeout of its own
+    t.start()
+    t.join(timeout_s)
+    if not result:
+        raise RunError(f"the Ray cluster at {address} does not answer (no connection within {timeout_s:g} s)")
+    if result[0] is not None:
+        raise RunError(f"the Ray cluster at {address} does not answer: {result[0].strerror or result[0]}")
+
+
 def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, row: None,
             init: Callable[..., Any] | None = None) -> pd.DataFrame:
     """Every pending cell as a Ray task on the cluster at `address` ("auto": the one this machine is part
@@ -82,9 +117,15 @@ def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, 
     ray: Any = __import__("ray")  # untyped for mypy: Ray's own annotations are partial
 
     if not ray.is_initialized():
+        probe(address)
         host = address.removeprefix("ray://").rsplit(":", 1)[0]
         local: dict[str, Any] = {"_node_ip_address": host} if host.startswith("127.") else {}  # loopback only
-        (init or ray.init)(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
+        on_term = signal.getsignal(signal.SIGTERM)
+        try:
+            (init or ray.init)(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
+        finally:  # Ray's driver installs its own SIGTERM handler (sys.exit): the command's comes back
+            if on_term is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, on_term)
     if not ray.cluster_resources().get(RESOURCE):
         raise RuntimeError(f"the Ray cluster at {address} has no node with the {RESOURCE!r} resource: start "
                            f"nodes with ray start --resources '{{\"{RESOURCE}\": 1}}'")
@@ -96,7 +137,9 @@ def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, 
     sweep_id = m.fingerprint()
     futures = {task.remote(m.to_json(), asdict(cell), sweep_id): cell for cell in pending}
     while futures:
-        ready, _ = ray.wait(list(futures), num_returns=1)
+        ready, _ = ray.wait(list(futures), num_returns=1, timeout=WAIT_S)  # a timeout lets signals in
+        if not ready:
+            continue
         cell = futures.pop(ready[0])
         row, archive = ray.get(ready[0])
         target = d.fresh_cell_dir(cell)

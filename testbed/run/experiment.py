@@ -165,9 +165,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
                             scheme_label, run_dir,
                             list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
                             Path(trace_dir) / "windows.bin", timers)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (the CLI raises it as a KeyboardInterrupt)
         if run_dir is not None:
-            run_dir.abort("interrupted", "interrupted by the user (Ctrl-C)")
+            run_dir.abort("interrupted", "terminated (SIGTERM)" if type(e).__name__ == "Terminated"
+                          else "interrupted by the user (Ctrl-C)")
         raise
     except BaseException as e:
         if run_dir is not None:

@@ -57,9 +57,17 @@ def table_rows(sw: Sweep) -> tuple[list[str], list[list[str]]]:
     return head, body
 
 
+def no_growth(sw: Sweep) -> str:
+    """Why a sweep has no exponent."""
+    if sw.rows["size_bytes"].nunique() < 2:
+        return "The sweep has one message size: no exponent (it needs two, and a 95 % interval three runs)."
+    return "No scheme has valid runs with a queue at two message sizes: no exponent."
+
+
 def growth_table(sw: Sweep) -> tuple[list[str], list[list[str]]]:
     head = ["scheme", "metric", "exponent", "95 % interval", "runs", "sizes"]
-    body = [[g["scheme"], g["metric"], f"{g['exponent']:.3f}", f"[{g['ci95_low']:.3f}, {g['ci95_high']:.3f}]",
+    body = [[g["scheme"], g["metric"], f"{g['exponent']:.3f}",
+             "- (two runs)" if math.isnan(g["ci95_low"]) else f"[{g['ci95_low']:.3f}, {g['ci95_high']:.3f}]",
              str(g["runs"]), str(g["sizes"])] for g in growth_rows(growths(sw.rows))]
     return head, body
 
@@ -135,7 +143,7 @@ counted.</p>
 <h2>Results</h2>
 {_html_table(*summary, "summary")}
 <h2>Growth with the message size</h2>
-{_html_table(*growth, "growth") if growth[1] else "<p>The sweep has one message size: no exponent.</p>"}
+{_html_table(*growth, "growth") if growth[1] else f"<p>{html.escape(no_growth(sw))}</p>"}
 <h2>Figures</h2>
 {fig_html}
 <h2>Invalid runs</h2>

@@ -83,16 +83,19 @@ class Growth:
 
 def growth(rows: pd.DataFrame, metric: str, scheme: str) -> Growth | None:
     """The exponent of `metric` against the message size for one scheme label, with its 95 % confidence
-    interval (Student's t on the slope's standard error); None with fewer than two sizes or three runs.
-    Zero values (a queue that never formed) are left out of the logarithm."""
+    interval (Student's t on the slope's standard error; NaN from two runs, which fix a line but not its
+    error); None with fewer than two sizes. Zero values (a queue that never formed) are left out of the
+    logarithm."""
     from scipy import stats
 
     d = rows[(rows["cell_label"] == scheme) & rows["fidelity_valid"].astype(bool)]
     d = d[d[metric].astype(float) > 0]
-    if d["size_bytes"].nunique() < 2 or len(d) < 3:
+    if d["size_bytes"].nunique() < 2:
         return None
     x, y = np.log(d["size_bytes"].astype(float)), np.log(d[metric].astype(float))
     fit = stats.linregress(x, y)
+    if len(d) == 2:
+        return Growth(scheme, metric, float(fit.slope), (math.nan, math.nan), 2, 2)
     t = float(stats.t.ppf(0.975, len(d) - 2))
     err = float(fit.stderr) if math.isfinite(float(fit.stderr)) else 0.0  # a perfect fit (a constant queue)
     return Growth(scheme, metric, float(fit.slope), (float(fit.slope) - t * err, float(fit.slope) + t * err),

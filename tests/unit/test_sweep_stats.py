@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,19 @@ def test_growth_needs_two_sizes_and_ignores_invalid_runs() -> None:
     d.loc[d["size_bytes"] == 1 << 22, "fidelity_valid"] = False
     g = sweep_stats.growth(d, "max_queue_pkts", "x")
     assert g is not None and g.sizes == 2 and g.exponent == pytest.approx(1.0, abs=0.15)
+
+
+def test_two_sizes_one_run_each_give_an_exponent_without_interval() -> None:
+    """The demo's sweep (two sizes, one seed): a line through two points, no interval, and the report says so."""
+    d = rows("x", 0.5, sizes=(1 << 18, 1 << 20), seeds=1, noise=0.0)
+    g = sweep_stats.growth(d, "max_queue_pkts", "x")
+    assert g is not None and g.points == 2 and g.exponent == pytest.approx(0.5)
+    assert math.isnan(g.ci95[0]) and math.isnan(g.ci95[1])
+    from testbed.cli import report
+
+    head, body = report.growth_table(sweep_stats.Sweep(Path("."), {}, d))
+    assert body and body[0][3] == "- (two runs)"
+    assert "one message size" in report.no_growth(sweep_stats.Sweep(Path("."), {}, rows("x", 0.5, sizes=(1 << 20,))))
 
 
 def test_summary_means_valid_runs_and_counts_the_rest() -> None:

@@ -1,5 +1,8 @@
-"""One run per fabric: an exclusive lock that a run, compare or demo holds
-for as long as it sends traffic through the fabric.
+"""One run per fabric, and one per machine: exclusive locks that a run,
+compare, demo or sweep holds for as long as it sends traffic. The machine's
+lock (/run/testbed/machine-wide.lock) is taken first, whatever the prefix: two
+fabrics sending at once on two cores would each be judged on averaged
+figures while the other disturbed their timing.
 
 The lock is flock(2) on /run/testbed/{prefix}.lock, so the kernel releases
 it when its holder exits in any way, SIGKILL included: a lock file left by a
@@ -30,6 +33,9 @@ _guard = threading.Lock()
 
 class FabricBusy(RuntimeError):
     """Another process holds the fabric's run lock."""
+
+
+MACHINE = "machine-wide"  # the lock every run takes first; no prefix can be this (a prefix has no "-")
 
 
 def path(prefix: str) -> str:
@@ -70,15 +76,37 @@ def run_lock(prefix: str, wait: bool = False, command: str | None = None) -> Ite
             with _guard:
                 _held[prefix] -= 1
         return
-    fd = _acquire(prefix, wait, command or " ".join(["testbed", *sys.argv[1:]]))
+    command = command or " ".join(["testbed", *sys.argv[1:]])
+    with machine_lock(wait, command):
+        fd = _acquire(prefix, wait, command)
+        with _guard:
+            _held[prefix] = 1
+        try:
+            yield
+        finally:
+            with _guard:
+                _held.pop(prefix, None)
+            os.close(fd)  # releases the flock; the file stays (testbed down or clean removes it)
+
+
+@contextmanager
+def machine_lock(wait: bool = False, command: str | None = None) -> Iterator[None]:
+    """The machine's run lock (re-entrant in a process, as run_lock): FabricBusy names the run that holds it."""
     with _guard:
-        _held[prefix] = 1
+        depth = _held.get(MACHINE, 0)
+        _held[MACHINE] = depth + 1
+    fd = -1
     try:
+        if depth == 0:
+            fd = _acquire(MACHINE, wait, command or " ".join(["testbed", *sys.argv[1:]]))
         yield
     finally:
         with _guard:
-            _held.pop(prefix, None)
-        os.close(fd)  # releases the flock; the file stays (testbed down or clean removes it)
+            _held[MACHINE] -= 1
+            if not _held[MACHINE]:
+                _held.pop(MACHINE)
+        if fd >= 0:
+            os.close(fd)
 
 
 def _acquire(prefix: str, wait: bool, command: str) -> int:
@@ -90,6 +118,9 @@ def _acquire(prefix: str, wait: bool, command: str) -> int:
         except OSError as e:
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                if prefix == MACHINE:
+                    raise FabricBusy(f"another run is going on this machine: {_describe(holder(prefix))}; two "
+                                     f"at once disturb each other's timing: add --wait to queue behind it") from None
                 raise FabricBusy(f"fabric {prefix!r} is busy: {_describe(holder(prefix))} is running on it; "
                                  f"add --wait to queue behind it") from None
             raise

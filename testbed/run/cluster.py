@@ -56,7 +56,8 @@ def run_cell_on_node(matrix: dict[str, Any], cell: dict[str, Any], sweep_id: str
     stage.mkdir(parents=True)
     (stage / "worker.pid").write_text(str(os.getpid()))
     try:
-        with run_lock(NODE_PREFIX), fabric_for(m, c.k, NODE_PREFIX, m.mtu_for(c.payload)) as fab:
+        # a node waits for any other run on its machine (a local run, or the retry of a killed worker)
+        with run_lock(NODE_PREFIX, wait=True), fabric_for(m, c.k, NODE_PREFIX, m.mtu_for(c.payload)) as fab:
             row = execute_cell(fab, m, c, stage / "run")
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w:gz") as tar:

@@ -1,6 +1,6 @@
-"""One run per fabric: a second run is refused (or waits with --wait), the
-two never mix their packets, and a lock left by a killed run does not block
-the next one."""
+"""One run per machine: a second run, on the same fabric or another prefix's,
+is refused in one line (or waits with --wait), the two never overlap, and a
+lock left by a killed run does not block the next one."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import pytest
 
 from testbed.fabric import lock
 
-from .helpers import cli, leftovers
+from .helpers import TIMING_RATE_BPS, cli, leftovers
 
 pytestmark = pytest.mark.root
 
@@ -58,7 +58,8 @@ def test_second_run_is_refused_or_waits_and_packets_never_mix(fabric: str, tmp_p
     _holding(p, a.pid)
     b = cli("run", "--workload", "permutation", "--size", "1MB", "--out", str(tmp_path / "b"), "--prefix", p)
     assert b.returncode == 2, b.stdout + b.stderr
-    assert "is busy" in b.stderr and f"pid {a.pid}" in b.stderr and "--wait" in b.stderr
+    assert "another run is going on this machine" in b.stderr and f"pid {a.pid}" in b.stderr
+    assert "--wait" in b.stderr
     assert len(b.stderr.strip().splitlines()) == 1
     c = _start(p, tmp_path / "c", "--wait")
     out_a, err_a = a.communicate(timeout=120)
@@ -82,3 +83,29 @@ def test_a_killed_run_leaves_a_stale_lock_that_does_not_block(fabric: str, tmp_p
             str(tmp_path / "e"), "--prefix", p)
     assert e.returncode == 0, e.stderr
     _clean(json.loads(e.stdout))  # and the killed run's sender died with it: no foreign packets
+
+
+def test_a_run_under_another_prefix_waits_or_is_refused(tmp_path: Path) -> None:
+    """Two fabrics under two prefixes: the second's run is refused in one line while the first sends, and
+    with --wait it sends after the first is done; both valid (at the timing rate, half the packet budget)."""
+    p, q = "tln", "tlm"
+    try:
+        for x in (p, q):
+            assert cli("up", "--k", "4", "--rate", str(TIMING_RATE_BPS), "--prefix", x).returncode == 0
+        a = _start(p, tmp_path / "a", size="8MB")
+        _holding(lock.MACHINE, a.pid)
+        b = cli("run", "--workload", "permutation", "--size", "1MB", "--prefix", q)
+        assert b.returncode == 2 and len(b.stderr.strip().splitlines()) == 1, b.stderr
+        assert "another run is going on this machine" in b.stderr and f"pid {a.pid}" in b.stderr
+        c = _start(q, tmp_path / "c", "--wait")
+        out_a, err_a = a.communicate(timeout=180)
+        out_c, err_c = c.communicate(timeout=180)
+        assert a.returncode == 0 and c.returncode == 0, err_a + err_c
+        ra, rc = json.loads(out_a), json.loads(out_c)
+        assert rc["cct_start_ns"] > ra["cct_end_ns"]  # one after the other
+        for r in (ra, rc):
+            assert r["fidelity"]["valid"], r["fidelity"]["reasons"]
+    finally:
+        for x in (p, q):
+            cli("down", "--prefix", x)
+    assert leftovers(p) == leftovers(q) == []

@@ -4,7 +4,7 @@ operational state of every port, in every namespace of the fabric."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ..topology import FatTree
@@ -21,6 +21,7 @@ class QdiscStats:
     backlog_bytes: int
     qlen: int
     overlimits: int
+    ack_drops: int = 0  # of `drops`, the ACK class's (its bfifo under the HTB of netlink.ack_priority)
 
 
 def _dump_all(tree: FatTree, msg_type: int, body: bytes, decoder: Any) -> Iterator[Any]:
@@ -39,15 +40,21 @@ def qdisc_stats(tree: FatTree) -> dict[int, QdiscStats]:
     from pyroute2.netlink.rtnl.tcmsg import tcmsg
 
     out: dict[int, QdiscStats] = {}
+    ack_drops: dict[int, int] = {}
+    ack_handle = netlink.tc_handle(netlink.PRIO_MAJOR + netlink.ACK_CLASS, 0)
     for m in _dump_all(tree, netlink.RTM_GETQDISC, netlink.dump_qdiscs_body(), tcmsg):
-        if m.get_attr("TCA_KIND") != "tbf":
-            continue
+        kind = m.get_attr("TCA_KIND")
         st = m.get_attr("TCA_STATS2")
         q = st.get_attr("TCA_STATS_QUEUE")
+        if kind == "bfifo" and m["handle"] == ack_handle:
+            ack_drops[m["index"]] = q["drops"]
+        if kind != "tbf":
+            continue
         b = st.get_attr("TCA_STATS_BASIC")
         out[m["index"]] = QdiscStats(m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"], q["qlen"],
                                      q["overlimits"])
-    return out
+    # the TBF counts its child's drops too: the ACK class's are taken out of the data's
+    return {i: replace(s, ack_drops=ack_drops.get(i, 0)) for i, s in out.items()}
 
 
 def link_states(tree: FatTree) -> dict[int, str]:

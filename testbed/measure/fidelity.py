@@ -18,8 +18,11 @@ tolerance, and a reason naming the worst offender when it fails:
   itself was late, in this reason and the timing one;
 - service: every link that carried traffic served at >= 97 % of its rate
   while busy, its starting tokens removed: otherwise the kernel dequeued late;
-- delivery: every data packet sent was received or counted as lost, the
-  senders sent every packet they had, without errors, and the drain completed;
+- delivery: an exact balance, every data packet sent was received or counted
+  as lost once (untraced losses and losses counted beyond the missing
+  packets are both rejected; ACKs a qdisc dropped are counted apart), no flow
+  received more than it sent, the senders sent every packet they had,
+  without errors, and the drain completed;
 - emulator losses: none in the per-CPU backlog (softnet) or in the data
   plane's own error counters (packets the programs could not route or send);
 - CPU: no CPU saturated (busiest CPU < 98 % busy) and the hypervisor took
@@ -124,11 +127,23 @@ class Delivery:
     sender_errors: int
     emulator_drops: int  # softnet + the data plane's error counters
     drain_complete: bool
+    over_received: int = 0  # packets received beyond what their flow sent, summed over the flows
+    ack_losses_possible: int = 0  # of counted_losses, those that may have been ACKs (a dead link's queue)
+
+    @property
+    def balance(self) -> int:
+        """sent - received - counted losses: 0 when every data packet is accounted for exactly once."""
+        return self.sent - self.received - self.counted_losses
 
     @property
     def unaccounted(self) -> int:
         """Data packets sent that neither arrived nor show in any loss counter."""
-        return max(0, self.sent - self.received - self.counted_losses)
+        return max(0, self.balance)
+
+    @property
+    def overcounted(self) -> int:
+        """Losses counted beyond the packets missing: a counter counts what was not a lost data packet."""
+        return max(0, -self.balance - self.ack_losses_possible)
 
 
 @dataclass(frozen=True)
@@ -275,6 +290,12 @@ def _reasons(e: Evidence) -> list[str]:
     d = e.delivery
     if d.unaccounted:
         out.append(f"{d.unaccounted} of {d.sent} data packets lost without a trace (no loss counter has them)")
+    if d.overcounted:
+        out.append(f"{d.counted_losses} data packets counted lost but only {d.sent - d.received} missing: a loss "
+                   f"counter counts packets that arrived (see drops_by_port)")
+    if d.over_received:
+        out.append(f"{d.over_received} packets received beyond what their flows sent: the emulator duplicated "
+                   f"packets, which would cancel as many untraced losses")
     if d.sent < d.planned:
         out.append(f"the senders sent {d.sent} of {d.planned} packets (deadline reached)")
     if d.sender_errors:
@@ -340,7 +361,8 @@ def verdict(e: Evidence) -> Verdict:
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
         nic_dry_pkts=max(e.nic_dry_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
-        delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted}, max_giveups=e.max_giveups,
+        delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted,
+                  "overcounted": e.delivery.overcounted}, max_giveups=e.max_giveups,
         cpu_awake=e.cpu_awake, nic_stamped=e.nic_stamped, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
         timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
         tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),

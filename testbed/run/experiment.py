@@ -260,7 +260,9 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     queues = metrics.port_queues(tree, ports, window_ns)
     counters = {n: cnt1[n] - cnt0.get(n, 0) for n in cnt1}
     drops = {
-        "qdisc": sum(qdisc1[i].drops - qdisc0.get(i, qdisc1[i]).drops for i in qdisc1),
+        # data packets a qdisc dropped (its ACK class's drops apart, below: an ACK is not a data packet lost)
+        "qdisc": sum(_delta(qdisc0, qdisc1, i, "drops") - _delta(qdisc0, qdisc1, i, "ack_drops") for i in qdisc1),
+        "qdisc_acks": sum(_delta(qdisc0, qdisc1, i, "ack_drops") for i in qdisc1),
         "softnet": soft1 - soft0,
         # the data plane's error paths
         "switch": sum(v for n, v in counters.items() if n != "unreachable" and n not in NOT_DROPS),
@@ -273,7 +275,11 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     buf_data, buf_acks = (sum(s.buf_drops for s in ports.values()), sum(s.buf_ack_drops for s in ports.values()))
     drops["buffer"] = buf_data
     drops["buffer_acks"] = buf_acks
+    drops_by_port = _drops_by_port(tree, qdisc0, qdisc1, ports)
     received = sum(r.pkts for r in rx.values())
+    # a flow cannot receive more packets than it sent: an emulator that duplicated packets would otherwise
+    # cancel as many untraced losses in the totals
+    over_received = sum(max(0, (rx[f.fid].pkts if f.fid in rx else 0) - sent.flows[f.fid].packets) for f in flows)
     acks_received = sum(int(a.acks) for a in acks.values())
     pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead)
     service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead)
@@ -286,7 +292,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     if tp.on and sent.lateness is not None:
         loop = tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
     delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
-                                 drops["softnet"] + drops["switch"], drained)
+                                 drops["softnet"] + drops["switch"], drained, over_received,
+                                 drops["link_failures"] if p.acks else 0)  # a dead queue held ACKs too
     late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
@@ -337,7 +344,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         cct_lower_bound_fault_free_s=bound_ff,
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
-        drops=sum(drops.values()), drops_detail=drops, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
+        drops=sum(drops.values()), drops_detail=drops, drops_by_port=drops_by_port, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
         utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, window_ns, spec.wire_overhead,
                                                   spec.burst),
         ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
@@ -472,3 +479,24 @@ def _wait_delivered(maps: Maps, sent: int, acks: bool, lost: Callable[[], tuple[
         elif now - last_change > DRAIN_IDLE_S:
             return False
         time.sleep(0.005)
+
+
+def _delta(before: dict[int, Any], after: dict[int, Any], i: int, what: str) -> int:
+    """A qdisc counter's change over the run (a qdisc made during it counts from zero)."""
+    return int(getattr(after[i], what)) - (int(getattr(before[i], what)) if i in before else 0)
+
+
+def _drops_by_port(tree: Any, qdisc0: dict[int, Any], qdisc1: dict[int, Any],
+                   ports: dict[int, Any]) -> dict[str, dict[str, int]]:
+    """Every port that dropped anything, by kind: its qdisc's data and ACK drops, its finite buffer's."""
+    out = {}
+    for p in tree.ports:
+        i = p.ifindex
+        kinds = {"qdisc": _delta(qdisc0, qdisc1, i, "drops") - _delta(qdisc0, qdisc1, i, "ack_drops")
+                 if i in qdisc1 else 0,
+                 "qdisc_acks": _delta(qdisc0, qdisc1, i, "ack_drops") if i in qdisc1 else 0,
+                 "buffer": int(ports[i].buf_drops) if i in ports else 0,
+                 "buffer_acks": int(ports[i].buf_ack_drops) if i in ports else 0}
+        if any(kinds.values()):
+            out[p.label] = {k: v for k, v in kinds.items() if v}
+    return out

@@ -263,6 +263,7 @@ class Result:
     port_buffer_bytes: int = 0  # per switch port (0: unlimited)
     transport: dict[str, Any] = field(default_factory=dict)  # --cc: the loop's figures (measure.transport)
     propagation: dict[str, Any] = field(default_factory=dict)  # per link, and where it is added (experiment.py)
+    drops_by_port: dict[str, dict[str, int]] = field(default_factory=dict)  # port -> kind -> packets (nonzero)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

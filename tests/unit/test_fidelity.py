@@ -47,6 +47,8 @@ FAULTS = {
     "stall": ({"nic_stall_pkts": {"h1": fidelity.STALL_MAX_PKTS + 0.1}}, "NIC of h1 stalled"),
     "service": ({"service": {"p0": 1.0, "p1": 0.969}}, "busy link p1 served at 96.9 %"),
     "lost": ({"delivery": _delivery(received=96)}, "1 of 100 data packets lost without a trace"),
+    "counted beyond": ({"delivery": _delivery(received=98)}, "3 data packets counted lost but only 2 missing"),
+    "duplicated": ({"delivery": _delivery(over_received=1)}, "1 packets received beyond what their flows sent"),
     "short send": ({"delivery": _delivery(sent=90, received=87)}, "sent 90 of 100 packets"),
     "sender errors": ({"delivery": _delivery(sender_errors=2)}, "2 send() calls failed"),
     "drain": ({"delivery": _delivery(drain_complete=False)}, "the drain gave up"),

@@ -268,6 +268,12 @@ def shifted_cct_pkts(tree: FatTree, flows: list[Flow], flow_done: dict[int, floa
     return max(flow_done[f.fid] + links_of(tree, f) * propagation for f in flows if f.fid in flow_done)
 
 
+def bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, propagation: float = 0.0) -> float:
+    """The CCT lower bound that simulate() reports for these flows with the fabric's buckets, in packet times."""
+    scale = (MAX_FRAME_BYTES + pk.wire_overhead) / pk.wire_len(pk.payload)
+    return _bound_pkts(tree, flows, pk, LINK_BUCKET * scale, NIC_BUCKET * scale, propagation)
+
+
 def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float,
                 propagation: float = 0.0) -> float:
     """metrics.cct_lower_bound_s in packet times, for full frames at load 1 (one flow per host: each host's

@@ -28,6 +28,9 @@ tolerance, and a reason naming the worst offender when it fails:
 - CPU: no CPU saturated (busiest CPU < 98 % busy) and the hypervisor took
   less than 5 % of the CPU time (steal): a stolen CPU fires timers late;
 - exact maxima: no queue-maximum update gave up (else the maxima may be low).
+- the ideal fabric: a run the ideal fabric models lies within its
+  distribution for the same flows (testbed.measure.envelope: CCT increase
+  and each stage's largest queue, Z standard deviations plus allowances).
 - qdisc timers (reported, not judged): how late the kernel fired the TBFs'
   watchdog timers (`timers`, testbed.fabric.qdisc_timers); a stall's reason
   names them when they were 0.2 ms late or more (the CPU took no interrupt).
@@ -173,6 +176,7 @@ class Evidence:
     nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty
     timers: TimerLateness | None = None  # the qdisc timers' lateness (testbed.fabric.qdisc_timers); None: not observed
     feedback_lost: int = 0  # REPS entropies overwritten in a full delay line before they were usable (host_lb.h)
+    ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
 
     @property
     def timing_excess_share(self) -> float:
@@ -216,6 +220,7 @@ class Verdict:
     timers: dict[str, Any] | None = None  # TimerLateness; None: not observed
     latest_nic: str = ""  # the NIC latest at its end (nic_late_by_host)
     latest_nic_gap_cause: str = ""  # whose its longest gap was (gap_cause: sender, cpu, nic)
+    ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -319,6 +324,8 @@ def _reasons(e: Evidence) -> list[str]:
                    f"round trip was over: the feedback the paper's REPS would have had is missing")
     if e.loop is not None:
         out += _transport_reasons(e.loop)
+    if e.ideal is not None and e.ideal.get("placed"):
+        out += [f"against the ideal fabric: {r}" for r in e.ideal["reasons"]]
     return out
 
 
@@ -370,4 +377,4 @@ def verdict(e: Evidence) -> Verdict:
         nic_dry_by_host=dict(e.nic_dry_pkts),
         nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
         timers=asdict(e.timers) if e.timers is not None else None, latest_nic=latest,
-        latest_nic_gap_cause=gap_cause(e, latest) if latest else "")
+        latest_nic_gap_cause=gap_cause(e, latest) if latest else "", ideal=e.ideal)

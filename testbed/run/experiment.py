@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from collections.abc import Callable
@@ -39,7 +39,7 @@ from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
-from ..measure import collector, fidelity, metrics, provenance, results
+from ..measure import collector, envelope, fidelity, metrics, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
@@ -297,12 +297,17 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
-    verdict = fidelity.verdict(fidelity.Evidence(
+    evidence = fidelity.Evidence(
         pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
         nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
-        sum(c["delay_lost"] for c in host_counts.values())))
+        sum(c["delay_lost"] for c in host_counts.values()))
+    evidence = replace(evidence, ideal=_ideal_place(
+        fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
+        (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),
+        evidence.timing_excess_share))
+    verdict = fidelity.verdict(evidence)
     util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns, spec.wire_overhead)
     overload = metrics.worst_overload(tree, ports)
     cct_s = cct_ns / 1e9
@@ -500,3 +505,25 @@ def _drops_by_port(tree: Any, qdisc0: dict[int, Any], qdisc1: dict[int, Any],
         if any(kinds.values()):
             out[p.label] = {k: v for k, v in kinds.items() if v}
     return out
+
+
+def _ideal_place(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, configs: list[SchemeConfig],
+                 prop: Propagated, cc: bool, failures: bool, cct_increase: float,
+                 stages: dict[str, dict[str, float]], allowance: float) -> dict[str, Any]:
+    """The run's place in the ideal fabric's distribution for its flows (testbed.measure.envelope), or why it
+    has none."""
+    schemes = set(configs)  # at the start and at the end of the run
+    why = ("switches run different schemes" if len(schemes) != 1 else "ACKs on" if p.acks
+           else "congestion control" if cc else "load below 1" if p.load < 1 else "link failures" if failures
+           or faults.current_failed(fab.tree) else "")
+    config = next(iter(schemes)) if len(schemes) == 1 else None
+    if not why and config is not None:
+        why = envelope.modelled(config, flows, pk)
+    frames = sum(pk.count(f.size_bytes) for f in flows)
+    if not why and frames * envelope.DRAWS > envelope.MAX_FRAME_DRAWS:
+        why = f"{frames} frames x {envelope.DRAWS} draws is beyond {envelope.MAX_FRAME_DRAWS} (testbed ideal plays it)"
+    if why or config is None:
+        return {"placed": False, "why_not": why}
+    env = envelope.envelope(fab.tree, config, flows, pk, prop.link_pkts)
+    return {"placed": True, **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()},
+                                             allowance)}

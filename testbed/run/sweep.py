@@ -245,6 +245,10 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["fidelity_reasons"] = "; ".join(f["reasons"])
     timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers: NaN in the table
     row["fidelity_timer_late_max_s"] = float(timers.get("max_s", float("nan")))
+    placed = f.get("ideal") or {}  # the ideal fabric's distribution: NaN where the run has no place in it
+    row["fidelity_ideal_cct_z"] = float(placed["cct_increase_z"]) if placed.get("placed") else float("nan")
+    row["fidelity_ideal_cct_percentile"] = (float(placed["cct_increase_percentile"]) if placed.get("placed")
+                                            else float("nan"))
     for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups", "delay_lost", "frozen", "freezes",
                  "explore"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))

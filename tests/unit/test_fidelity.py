@@ -117,3 +117,37 @@ def test_cpu_times_busiest_cpu_and_steal(tmp_path: Path) -> None:
     b = fidelity.CpuTimes.now(str(stat))
     assert b.busy_since(a) == pytest.approx(0.6) and b.busiest_since(a) == pytest.approx(0.98)
     assert b.steal_since(a) == pytest.approx(0.1)
+
+
+def test_a_run_outside_the_ideal_fabric_is_flagged() -> None:
+    from testbed.measure import envelope
+
+    env = envelope.Envelope((0.070, 0.072, 0.075, 0.068, 0.071), {"edge_agg": (20, 24, 22, 21, 23)})
+    inside = envelope.place(env, 0.074, {"edge_agg": 25}, allowance=0.001)
+    assert inside["reasons"] == [] and 0.6 <= inside["cct_increase_percentile"] <= 0.8
+    far = envelope.place(env, 0.090, {"edge_agg": 22}, allowance=0.001)
+    assert len(far["reasons"]) == 1 and far["reasons"][0].startswith("CCT increase +9.00 % is outside")
+    low = envelope.place(env, 0.071, {"edge_agg": 12}, allowance=0.001)  # better than a perfect fabric: suspect
+    assert low["reasons"] == ["largest edge_agg queue 12 packets is outside the ideal fabric's 22.0 +- 6.7 "
+                              "(20 to 24 over 5 draws)"]
+    v = fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": True, **far}))
+    assert not v.valid and v.reasons[0].startswith("against the ideal fabric: CCT increase +9.00 %")
+    assert fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": False, "why_not": "ACKs on"})).valid
+
+
+def test_the_envelope_is_cached_by_its_inputs(tmp_path: Path) -> None:
+    from testbed.dataplane.schemes import Scheme, SchemeConfig
+    from testbed.measure import envelope
+    from testbed.topology import FatTree
+    from traffic.packet import Packetizer
+    from traffic.workloads import WorkloadSpec, make_spec
+
+    t = FatTree(4, "ideal")
+    flows = make_spec(WorkloadSpec("permutation", 1 << 18, 3), t.n_hosts, t.hosts_per_pod)
+    pk = Packetizer()
+    a = envelope.envelope(t, SchemeConfig(Scheme.RPS), flows, pk, 12.0, draws=4, cache_dir=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 1 and len(a.cct_increase) == 4 and len(set(a.cct_increase)) > 1
+    assert envelope.envelope(t, SchemeConfig(Scheme.RPS), flows, pk, 12.0, draws=4, cache_dir=tmp_path) == a
+    envelope.envelope(t, SchemeConfig(Scheme.RPS), flows, pk, 0.0, draws=4, cache_dir=tmp_path)
+    assert len(list(tmp_path.iterdir())) == 2  # another propagation, another entry
+    assert envelope.modelled(SchemeConfig(Scheme.REPS), flows, pk).startswith("the ideal fabric models")

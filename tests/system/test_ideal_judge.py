@@ -1,0 +1,67 @@
+"""Runs judged against the ideal fabric (testbed.measure.envelope): Ofan, ECMP
+and RPS runs at k=4 lie inside its distribution for their flows, and a
+distortion that every other criterion misses is caught by it: one
+aggregation-to-core link served 2.5 % slow (its TBF's rate lowered behind the
+testbed's back: service reads 97.5 %, above the 97 % the service criterion
+allows, and the hosts' pacing is untouched)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric import netlink, netns
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.fabric.netlink import Netlink
+from testbed.run.experiment import RunParams, run
+from testbed.topology import Level
+
+from .helpers import TIMING_RATE_BPS
+
+pytestmark = pytest.mark.root
+
+MB = 1 << 20
+
+
+@pytest.fixture(scope="module")
+def fab() -> Iterator[Fabric]:
+    with Fabric(FabricSpec(k=4, prefix="tij", rate_bps=TIMING_RATE_BPS)) as f:
+        yield f
+
+
+def ideal_reasons(r: dict[str, object]) -> list[str]:
+    return [x for x in r["fidelity"]["reasons"] if x.startswith("against the ideal fabric")]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("scheme", [Scheme.OFAN, Scheme.ECMP, Scheme.RPS], ids=lambda s: s.label)
+def test_a_run_lies_in_the_ideal_fabrics_distribution(fab: Fabric, scheme: Scheme) -> None:
+    r = run(fab, RunParams("permutation", MB, 1.0, scheme, seed=3)).to_json()
+    placed = r["fidelity"]["ideal"]
+    assert placed["placed"] and placed["draws"] == 20
+    assert placed["cct_increase_min"] <= placed["cct_increase_mean"] <= placed["cct_increase_max"]
+    assert ideal_reasons(r) == [], (r["cct_increase"], placed)
+    acked = run(fab, RunParams("permutation", MB, 1.0, scheme, seed=3, acks=True)).to_json()
+    assert acked["fidelity"]["ideal"] == {"placed": False, "why_not": "ACKs on"}
+
+
+def test_a_slow_link_only_the_ideal_fabric_sees(fab: Fabric) -> None:
+    tree, spec = fab.tree, fab.spec
+    agg = next(sw for sw in tree.switches if sw.level is Level.AGG)
+    port = tree.uplinks(agg.name)[0]
+
+    def set_rate(rate: int) -> None:
+        with netns.entered(tree.ns(agg.name)), Netlink() as nl:
+            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
+                                      overhead=spec.wire_overhead)])
+
+    set_rate(int(spec.rate_bps * 0.975))
+    try:
+        r = run(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed=3)).to_json()
+    finally:
+        set_rate(spec.rate_bps)
+    reasons = r["fidelity"]["reasons"]
+    assert ideal_reasons(r), (r["cct_increase"], r["fidelity"]["ideal"])
+    assert not any(x.startswith(("busy link", "host pacing")) for x in reasons), reasons
+    assert r["fidelity"]["saturated_service_by_port"].get(port.label, 1.0) >= 0.97

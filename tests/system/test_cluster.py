@@ -30,7 +30,8 @@ ROOT = Path(__file__).resolve().parents[2]
 RAY = ROOT / ".venv" / "bin" / "ray"
 NETNS = "trc-ray"
 PORT = 46379
-ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "2", "--rate", f"{TIMING_RATE_BPS}bit"]
+ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "2", "--rate", f"{TIMING_RATE_BPS}bit",
+        "--retries", "0"]
 DETERMINISTIC = ["cell", "scheme", "seed", "size_bytes", "k", "hosts", "flows", "packets_sent", "packets_received",
                  "cct_lower_bound_s", "rate_bps", "drops"]
 
@@ -118,14 +119,17 @@ def test_cluster_sweep_matches_local_and_survives_a_killed_worker(ray_head: str,
     assert len(a) == len(b) == 4
     assert killed[0] in set(b["cell"])  # the killed cell was run again, not lost
     pd.testing.assert_frame_equal(a[DETERMINISTIC], b[DETERMINISTIC])
-    assert a["fidelity_valid"].all() and b["fidelity_valid"].all()
+    va, vb = a["fidelity_valid"].to_numpy(bool), b["fidelity_valid"].to_numpy(bool)
+    assert va.sum() >= 3 and vb.sum() >= 3, (a["fidelity_reasons"].tolist(), b["fidelity_reasons"].tolist())
+    both = va & vb  # one try per cell: the timing is compared where both verdicts trust it
     # Two valid runs of one cell may differ in CCT by what the verdict lets
     # each one lose: a link served down to SERVICE_MIN of its rate plus the
     # timing excess. ECMP's CCT (about 3x the bound) rests on one hot link, so
     # the comparison is relative to the CCT (a CI run read 2.031 against 2.086,
     # 1.8 % of the CCT, both valid).
     tolerance = (1 - SERVICE_MIN) + TIMING_EXCESS_MAX
-    cct_a = 1 + a["cct_increase"].to_numpy()
-    cct_b = 1 + b["cct_increase"].to_numpy()
+    cct_a = 1 + a["cct_increase"].to_numpy()[both]
+    cct_b = 1 + b["cct_increase"].to_numpy()[both]
+    assert both.any()
     assert (abs(cct_a - cct_b) / cct_a).max() <= tolerance, (cct_a, cct_b)
     assert all((out / "cells" / c / "manifest.json").exists() for c in b["cell"])

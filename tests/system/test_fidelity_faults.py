@@ -45,8 +45,10 @@ def _rejected(f: dict[str, Any], reason: str) -> None:
 
 
 def test_clean_run_is_valid(fab: Fabric) -> None:
-    f = next((f for seed in (1, 2, 3) if (f := _run(fab, seed=seed))["valid"]), None)
-    assert f is not None, "no valid clean run in three tries"
+    tries = [_run(fab, seed=seed) for seed in (1, 2, 3)]  # one try each: the share is what is asserted
+    valid = [f for f in tries if f["valid"]]
+    assert len(valid) >= 2, [f["reasons"] for f in tries]
+    f = valid[0]
     assert f["start_skew_pkts"] < 1 and f["nic_back_to_back"] == 0 and f["delivery"]["unaccounted"] == 0
     t = f["timers"]  # the probe of the qdisc timers saw the NICs wait for tokens: about a timer per frame
     assert t is not None and t["fired"] >= 16 * 128 and 0 < t["mean_s"] <= t["max_s"], t
@@ -77,12 +79,9 @@ def test_slow_wake_up_is_covered_by_the_starters(fab: Fabric) -> None:
     """Every sender thread woken three packet times after the release: the packets the starters queued behind
     the first ones keep every NIC sending on time, so the run stays valid with no stall (without them every NIC
     would stall for about two packet times after its first frame)."""
-    tries = []
-    for seed in (1, 2, 3):  # one try may meet a CPU taken away (README, "Fidelity"): then the next seed
-        tries.append(_run(fab, f"wake:{int(3 * PACKET_US)}", seed))
-        if tries[-1]["valid"] and tries[-1]["nic_stall_pkts"] < 1:
-            return
-    pytest.fail(f"no valid run without a stall in three tries: {[(f['nic_stall_pkts'], f['reasons']) for f in tries]}")
+    tries = [_run(fab, f"wake:{int(3 * PACKET_US)}", seed) for seed in (1, 2, 3)]  # one try each
+    good = [f for f in tries if f["valid"] and f["nic_stall_pkts"] < 1]
+    assert len(good) >= 2, [(f["nic_stall_pkts"], f["reasons"]) for f in tries]
 
 
 def test_packets_lost_without_a_counter(fab: Fabric) -> None:

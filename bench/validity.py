@@ -1,0 +1,89 @@
+"""Single-try validity: the share of runs the verdict accepts on their first
+and only try, per fabric and rate. The suite asserts shares of single tries
+(tests/system/test_run.py and others) instead of retrying until a run is
+valid; this bench measures the share those assertions rest on, and the
+README's "Fidelity" section quotes it.
+
+For each k it builds one fabric per rate (all of them up at once, under
+their own prefixes) and runs, for every seed in turn, the same workload on
+each fabric, interleaved, so every rate sees the same hours of the machine.
+One try per run. Each rejected try is counted under the first words of each
+of its reasons.
+
+Prints one JSON object: per fabric and rate, tries, valid, share, the
+causes, and each run's CCT increase and busiest CPU.
+
+Usage: sudo .venv/bin/python bench/validity.py [--k 4] [--rates 50mbit,100mbit] [--seeds 1-40]
+         [--scheme ofan] [--workload permutation] [--size 1MB] [--acks]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from contextlib import ExitStack
+from typing import Any
+
+from testbed.dataplane.schemes import Scheme
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.run.experiment import RunParams, run
+from testbed.topology.units import format_rate, parse_rate, parse_size
+
+
+def int_list(text: str) -> list[int]:
+    if "-" in text:
+        a, b = text.split("-")
+        return list(range(int(a), int(b) + 1))
+    return [int(s) for s in text.split(",")]
+
+
+def cause(reason: str) -> str:
+    """A reason's kind: its first words, numbers dropped ("NIC of h3_1_0 stalled for 4.6 ..." -> "NIC stalled")."""
+    words = [w for w in re.split(r"\s+", reason) if not re.search(r"\d", w)]
+    return " ".join(words[:4])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--k", type=int_list, default=[4])
+    ap.add_argument("--rates", default="50mbit,100mbit")
+    ap.add_argument("--seeds", type=int_list, default=list(range(1, 41)))
+    ap.add_argument("--scheme", default="ofan")
+    ap.add_argument("--workload", default="permutation")
+    ap.add_argument("--size", default="1MB")
+    ap.add_argument("--acks", action="store_true")
+    a = ap.parse_args()
+    rates = [parse_rate(r) for r in a.rates.split(",")]
+    scheme, size = Scheme.parse(a.scheme), parse_size(a.size)
+    out: dict[str, Any] = {"scheme": scheme.label, "workload": a.workload, "size_bytes": size, "acks": a.acks,
+                           "seeds": len(a.seeds), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+                           "fabrics": {}}
+    for k in a.k:
+        with ExitStack() as stack:
+            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}")))
+                    for i, r in enumerate(rates)}
+            runs: dict[int, list[dict[str, Any]]] = {r: [] for r in rates}
+            for seed in a.seeds:
+                for r, fab in fabs.items():
+                    res = run(fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks)).to_json()
+                    f = res["fidelity"]
+                    runs[r].append({"seed": seed, "valid": f["valid"], "reasons": f["reasons"],
+                                    "cct_increase": res["cct_increase"], "cpu_busiest": f["cpu_busiest"]})
+                    print(f"k={k} {format_rate(r)} seed {seed}: {'valid' if f['valid'] else f['reasons']}",
+                          file=sys.stderr, flush=True)
+            out["fabrics"][f"fattree k={k}"] = {
+                format_rate(r): {"tries": len(rs), "valid": sum(x["valid"] for x in rs),
+                                 "share": sum(x["valid"] for x in rs) / len(rs),
+                                 "causes": dict(Counter(cause(x) for r_ in rs for x in r_["reasons"])),
+                                 "runs": rs}
+                for r, rs in runs.items()}
+    print(json.dumps(out, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

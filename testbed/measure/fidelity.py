@@ -25,22 +25,25 @@ tolerance, and a reason naming the worst offender when it fails:
   without errors, and the drain completed;
 - emulator losses: none in the per-CPU backlog (softnet) or in the data
   plane's own error counters (packets the programs could not route or send);
-- CPU: no CPU saturated (busiest CPU < 98 % busy) and the hypervisor took
-  less than 5 % of the CPU time (steal): a stolen CPU fires timers late;
+- CPU: no CPU saturated (busiest CPU < 98 % busy); steal is reported, not
+  judged (it reads 0 % here while the hypervisor takes CPUs away);
+- CPU gaps: no qdisc timer, a NIC's or a link's, fired more than
+  TIMER_LATE_MAX_PKTS packet times of the links late (a CPU taken away);
 - exact maxima: no queue-maximum update gave up (else the maxima may be low).
 - the ideal fabric: a run the ideal fabric models lies within its
   distribution for the same flows (testbed.measure.envelope: CCT increase
   and each stage's largest queue, Z standard deviations plus allowances).
-- qdisc timers (reported, not judged): how late the kernel fired the TBFs'
-  watchdog timers (`timers`, testbed.fabric.qdisc_timers); a stall's reason
-  names them when they were 0.2 ms late or more (the CPU took no interrupt).
+- qdisc timers: how late the kernel fired the TBFs' watchdog timers
+  (`timers`, testbed.fabric.qdisc_timers), judged above (CPU gaps); a
+  stall's reason names them when they were 0.2 ms late or more.
 - transport (--cc runs): the user-space transport acted on ACKs, and sent
   what an ACK let it send, late by at most 0.25 % of the emulated base RTT
   at the median, 1 % at the 99th percentile and 5 % at worst (floors 0.25,
   1 and 4 packet times), held every ACK event the kernel gave it, and every
   flow was received in full. In these
   runs the hosts send what their windows allow, not at the paced rate, so
-  pacing, NIC lateness, timing excess and NIC stalls are not judged.
+  pacing, NIC lateness and timing excess are not judged, and a NIC's stall
+  only when it began with frames waiting (an empty queue is a closed window).
 
 Drops in a switch queue, packets stranded by a failure and packets that died
 in a failed link are results of the network being emulated: reported, and
@@ -64,7 +67,12 @@ START_SKEW_MAX_PKTS = 1.0
 NIC_BURST_MAX_PKTS = 0.5
 STALL_MAX_PKTS = 4.0
 CPU_BUSIEST_MAX = 0.98
-STEAL_MAX = 0.05
+STEAL_MAX = 0.05  # reported, no longer judged: steal reads 0.0 % on this machine kind while CPUs are taken away
+# The machine's own CPU gaps, judged in place of steal: the qdisc timers' worst lateness in packet times of the
+# links. Measured over 392 runs (k=4 to 16, 0.56 to 100 Mbit/s, 2026-12-04): valid runs 0.09 at the median,
+# 0.95 at the 90th percentile, 4.9 at the 99th (congestion-control runs, whose NIC stalls were not judged); a
+# link whose timer is later than a NIC may stall is as distorted as that NIC.
+TIMER_LATE_MAX_PKTS = STALL_MAX_PKTS
 TIMING_EXCESS_MAX = 0.005  # share of the CCT bound
 TIMING_EXCESS_FLOOR_PKTS = START_SKEW_MAX_PKTS + 0.5
 TIMER_LATE_NOTE_S = 200e-6  # a stall's reason names the timers' lateness from here (they fire ~10 us late)
@@ -177,6 +185,7 @@ class Evidence:
     timers: TimerLateness | None = None  # the qdisc timers' lateness (testbed.fabric.qdisc_timers); None: not observed
     feedback_lost: int = 0  # REPS entropies overwritten in a full delay line before they were usable (host_lb.h)
     ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
+    link_packet_time_s: float = 0.0  # one data frame at the links' rate (0: timers' lateness not judged)
 
     @property
     def timing_excess_share(self) -> float:
@@ -284,8 +293,12 @@ def _reasons(e: Evidence) -> list[str]:
     if burst > NIC_BURST_MAX_PKTS:
         out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
                    f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)")
-    host, stall = _worst(e.nic_stall_pkts)
-    if paced and stall > STALL_MAX_PKTS:
+    # in transport runs a NIC waits for its window (its queue empty: the sender's); a gap with frames waiting is
+    # the emulator's in every run
+    stalls = e.nic_stall_pkts if paced else {h: v for h, v in e.nic_stall_pkts.items()
+                                            if gap_cause(e, h) in ("cpu", "nic")}
+    host, stall = _worst(stalls)
+    if stall > STALL_MAX_PKTS:
         out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g}; "
                    f"{_gap_cause(e, host)})")
     port, service = _worst(e.service, lambda v: -v)
@@ -314,9 +327,12 @@ def _reasons(e: Evidence) -> list[str]:
                    f"(see switch_counters)")
     if e.cpu_busiest > CPU_BUSIEST_MAX:
         out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy (maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
-    if e.cpu_steal > STEAL_MAX:
-        out.append(f"the hypervisor took {100 * e.cpu_steal:.0f} % of the CPU time (steal; maximum "
-                   f"{100 * STEAL_MAX:.0f} %): rerun on a quieter machine or at a lower rate")
+    late = e.timers.max_s / e.link_packet_time_s if e.timers is not None and e.link_packet_time_s > 0 else 0.0
+    if late > TIMER_LATE_MAX_PKTS:
+        assert e.timers is not None
+        out.append(f"a qdisc timer fired {1e3 * e.timers.max_s:.1f} ms late on CPU {e.timers.max_cpu}, "
+                   f"{late:.1f} packet times (maximum {TIMER_LATE_MAX_PKTS:g}): a link or NIC there stalled with "
+                   f"frames waiting while the CPU was taken away")
     if e.max_giveups:
         out.append(f"{e.max_giveups} queue-maximum updates gave up under contention: the maxima may be low")
     if e.feedback_lost:
@@ -349,7 +365,8 @@ def _transport_reasons(t: LoopTiming) -> list[str]:
 
 TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_skew_pkts": START_SKEW_MAX_PKTS,
               "nic_burst_pkts": NIC_BURST_MAX_PKTS, "nic_stall_pkts": STALL_MAX_PKTS,
-              "cpu_busiest": CPU_BUSIEST_MAX, "cpu_steal": STEAL_MAX, "timing_excess_share": TIMING_EXCESS_MAX,
+              "cpu_busiest": CPU_BUSIEST_MAX, "timer_late_pkts": TIMER_LATE_MAX_PKTS,
+              "timing_excess_share": TIMING_EXCESS_MAX,
               "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS, **{f"transport_late_{w}_share_of_base_rtt": v for w, v in LATE_SHARE.items()},
               **{f"transport_late_{w}_floor_pkts": v for w, v in LATE_FLOOR_PKTS.items()}}
 

@@ -302,7 +302,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         nic.back_to_back, delivery,
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
-        sum(c["delay_lost"] for c in host_counts.values()))
+        sum(c["delay_lost"] for c in host_counts.values()),
+        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps)
     evidence = replace(evidence, ideal=_ideal_place(
         fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
         (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),

@@ -55,7 +55,8 @@ FAULTS = {
     "softnet": ({"softnet_drops": 3, "delivery": _delivery(emulator_drops=3)}, "3 packets dropped by the per-CPU"),
     "data plane": ({"delivery": _delivery(emulator_drops=1)}, "1 packets dropped by the data plane's error paths"),
     "busy CPU": ({"cpu_busiest": 0.99}, "a CPU was 99 % busy"),
-    "steal": ({"cpu_steal": 0.06}, "the hypervisor took 6 %"),
+    "CPU gap": ({"timers": TimerLateness(2000, 20e-6, 5e-3, 1, 3), "link_packet_time_s": 1e-3},
+                "a qdisc timer fired 5.0 ms late on CPU 1, 5.0 packet times (maximum 4)"),
     "give-ups": ({"max_giveups": 2}, "2 queue-maximum updates gave up"),
     "late NICs": ({"timing_excess_pkts": 1.6, "nic_late_pkts": {"h0": 0.4, "h1": 1.3}},
                   "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3"),
@@ -151,3 +152,14 @@ def test_the_envelope_is_cached_by_its_inputs(tmp_path: Path) -> None:
     envelope.envelope(t, SchemeConfig(Scheme.RPS), flows, pk, 0.0, draws=4, cache_dir=tmp_path)
     assert len(list(tmp_path.iterdir())) == 2  # another propagation, another entry
     assert envelope.modelled(SchemeConfig(Scheme.REPS), flows, pk).startswith("the ideal fabric models")
+
+
+def test_steal_is_reported_not_judged_and_cc_stalls_only_with_frames_waiting() -> None:
+    assert fidelity.verdict(dataclasses.replace(clean(), cpu_steal=0.5)).valid
+    from testbed.measure.transport import LoopTiming
+
+    loop = LoopTiming(*([0.0] * len(dataclasses.fields(LoopTiming))))  # type: ignore[arg-type]
+    closed = dataclasses.replace(clean(), loop=loop, nic_stall_pkts={"h1": 80.0}, nic_dry_pkts={"h1": 80.0})
+    assert fidelity.verdict(closed).valid  # a closed window: the NIC's queue was empty
+    waiting = dataclasses.replace(closed, nic_dry_pkts={"h1": 0.5})
+    assert fidelity.verdict(waiting).reasons[0].startswith("NIC of h1 stalled for 80.0 packet times")

@@ -4,7 +4,9 @@ cluster, the results back in the driver's sweep directory.
 A node is a whole quiet machine with root and the project's setup, started
 with a custom resource that says it can hold one fabric:
 
-    sudo .venv/bin/ray start --address HEAD:6379 --resources '{"testbed_fabric": 1}'
+    sudo RAY_AUTH_MODE=token .venv/bin/ray start --address HEAD:6379 --resources '{"testbed_fabric": 1}'
+
+(token authentication: README, "A sweep over several machines (Ray)"),
 
 so each node runs one cell at a time (a cell needs the machine to itself:
 two fabrics on two cores would distort each other's timing). A task builds
@@ -124,6 +126,11 @@ def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, 
         on_term = signal.getsignal(signal.SIGTERM)
         try:
             (init or ray.init)(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
+        except ConnectionError as e:  # Ray says "failed to connect" for a wrong or missing token too
+            auth = os.environ.get("RAY_AUTH_MODE") == "token"
+            raise RunError(f"the Ray cluster at {address} refused this driver ({e}): "
+                           + ("is the token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) the cluster's?" if auth else
+                              "a cluster with token authentication needs RAY_AUTH_MODE=token and its token")) from None
         finally:  # Ray's driver installs its own SIGTERM handler (sys.exit): the command's comes back
             if on_term is not None and threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, on_term)

@@ -8,6 +8,7 @@ locally, and a cell whose worker is killed mid-run is re-run, not lost."""
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -29,6 +30,7 @@ pytestmark = pytest.mark.root
 ROOT = Path(__file__).resolve().parents[2]
 RAY = ROOT / ".venv" / "bin" / "ray"
 NETNS = "trc-ray"
+TOKEN = Path("/run/testbed/trc-ray/auth_token")  # the test cluster's own token, root's only
 PORT = 46379
 ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "2", "--rate", f"{TIMING_RATE_BPS}bit",
         "--retries", "0"]
@@ -40,12 +42,20 @@ def in_netns(*argv: str) -> list[str]:
     return ["nsenter", f"--net=/run/netns/{NETNS}", "--", *argv]
 
 
+def authed_env() -> dict[str, str]:
+    """The environment of the head and of a driver that holds the cluster's token (Ray's token authentication)."""
+    return {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN_PATH": str(TOKEN)}
+
+
 @pytest.fixture(scope="module")
 def ray_head() -> Iterator[str]:
     subprocess.run(["ip", "netns", "del", NETNS], capture_output=True, check=False)
     subprocess.run(["ip", "netns", "add", NETNS], check=True)
     subprocess.run(["ip", "-n", NETNS, "link", "set", "lo", "up"], check=True)
-    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    TOKEN.parent.mkdir(parents=True, exist_ok=True)
+    TOKEN.write_text(secrets.token_hex(32) + "\n")
+    TOKEN.chmod(0o600)
+    env = authed_env()
     head = subprocess.Popen(in_netns(str(RAY), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
                                      "--port", str(PORT), "--include-dashboard=false", "--disable-usage-stats",
                                      "--num-cpus", "1", "--resources", '{"testbed_fabric": 1}'),
@@ -69,12 +79,26 @@ def ray_head() -> Iterator[str]:
             os.killpg(head.pid, signal.SIGKILL)
             head.wait()
         subprocess.run(["ip", "netns", "del", NETNS], capture_output=True, check=False)
+        TOKEN.unlink(missing_ok=True)
 
 
-def cluster_sweep(address: str, out: Path) -> subprocess.Popen[str]:
+def cluster_sweep(address: str, out: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
     return subprocess.Popen(in_netns(sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out),
                                      "--cluster", address), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env={**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}, cwd=ROOT)
+                            text=True, env=authed_env() if env is None else env, cwd=ROOT)
+
+
+@pytest.mark.parametrize("token", ["none", "wrong"])
+def test_a_driver_without_the_token_is_refused(ray_head: str, tmp_path: Path, token: str) -> None:
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0"}
+    if token == "wrong":
+        env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    proc = cluster_sweep(ray_head, tmp_path / "s", env)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2, err
+    ours = [ln for ln in err.splitlines() if ln.startswith("testbed:")]
+    assert len(ours) == 1 and f"the Ray cluster at {ray_head} refused this driver" in ours[0], err
+    assert not (tmp_path / "s" / "results.parquet").exists()
 
 
 def test_listens_on_loopback_only(ray_head: str) -> None:

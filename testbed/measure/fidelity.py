@@ -27,6 +27,8 @@ tolerance, and a reason naming the worst offender when it fails:
   plane's own error counters (packets the programs could not route or send);
 - CPU: no CPU saturated (busiest CPU < 98 % busy); steal is reported, not
   judged (it reads 0 % here while the hypervisor takes CPUs away);
+- other processes: those not the run's took at most 5 % of a CPU during it
+  (testbed.measure.outside);
 - CPU gaps: no qdisc timer, a NIC's or a link's, fired more than
   TIMER_LATE_MAX_PKTS packet times of the links late (a CPU taken away);
 - exact maxima: no queue-maximum update gave up (else the maxima may be low).
@@ -73,6 +75,9 @@ STEAL_MAX = 0.05  # reported, no longer judged: steal reads 0.0 % on this machin
 # 0.95 at the 90th percentile, 4.9 at the 99th (congestion-control runs, whose NIC stalls were not judged); a
 # link whose timer is later than a NIC may stall is as distorted as that NIC.
 TIMER_LATE_MAX_PKTS = STALL_MAX_PKTS
+# CPU time of processes that are not the run's, per second of the run: an idle machine of this kind reads
+# about 1 % (its agent and journald); a compiler or a second fabric tens of percent.
+OUTSIDE_CPU_MAX = 0.05
 TIMING_EXCESS_MAX = 0.005  # share of the CCT bound
 TIMING_EXCESS_FLOOR_PKTS = START_SKEW_MAX_PKTS + 0.5
 TIMER_LATE_NOTE_S = 200e-6  # a stall's reason names the timers' lateness from here (they fire ~10 us late)
@@ -186,6 +191,8 @@ class Evidence:
     feedback_lost: int = 0  # REPS entropies overwritten in a full delay line before they were usable (host_lb.h)
     ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
     link_packet_time_s: float = 0.0  # one data frame at the links' rate (0: timers' lateness not judged)
+    outside_cpu: float = 0.0  # CPU-seconds per second that processes not the run's took (measure.outside)
+    outside_worst: str = ""  # the busiest of them
 
     @property
     def timing_excess_share(self) -> float:
@@ -230,6 +237,8 @@ class Verdict:
     latest_nic: str = ""  # the NIC latest at its end (nic_late_by_host)
     latest_nic_gap_cause: str = ""  # whose its longest gap was (gap_cause: sender, cpu, nic)
     ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
+    outside_cpu: float = 0.0  # CPU-seconds per second taken by processes not the run's
+    outside_worst: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -327,6 +336,9 @@ def _reasons(e: Evidence) -> list[str]:
                    f"(see switch_counters)")
     if e.cpu_busiest > CPU_BUSIEST_MAX:
         out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy (maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
+    if e.outside_cpu > OUTSIDE_CPU_MAX:
+        out.append(f"processes outside the run took {100 * e.outside_cpu:.0f} % of a CPU during it (maximum "
+                   f"{100 * OUTSIDE_CPU_MAX:.0f} %; the busiest {e.outside_worst}): they took it from the links")
     late = e.timers.max_s / e.link_packet_time_s if e.timers is not None and e.link_packet_time_s > 0 else 0.0
     if late > TIMER_LATE_MAX_PKTS:
         assert e.timers is not None
@@ -365,7 +377,7 @@ def _transport_reasons(t: LoopTiming) -> list[str]:
 
 TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_skew_pkts": START_SKEW_MAX_PKTS,
               "nic_burst_pkts": NIC_BURST_MAX_PKTS, "nic_stall_pkts": STALL_MAX_PKTS,
-              "cpu_busiest": CPU_BUSIEST_MAX, "timer_late_pkts": TIMER_LATE_MAX_PKTS,
+              "cpu_busiest": CPU_BUSIEST_MAX, "timer_late_pkts": TIMER_LATE_MAX_PKTS, "outside_cpu": OUTSIDE_CPU_MAX,
               "timing_excess_share": TIMING_EXCESS_MAX,
               "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS, **{f"transport_late_{w}_share_of_base_rtt": v for w, v in LATE_SHARE.items()},
               **{f"transport_late_{w}_floor_pkts": v for w, v in LATE_FLOOR_PKTS.items()}}
@@ -394,4 +406,5 @@ def verdict(e: Evidence) -> Verdict:
         nic_dry_by_host=dict(e.nic_dry_pkts),
         nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
         timers=asdict(e.timers) if e.timers is not None else None, latest_nic=latest,
-        latest_nic_gap_cause=gap_cause(e, latest) if latest else "", ideal=e.ideal)
+        latest_nic_gap_cause=gap_cause(e, latest) if latest else "", ideal=e.ideal, outside_cpu=e.outside_cpu,
+        outside_worst=e.outside_worst)

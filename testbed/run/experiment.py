@@ -39,7 +39,7 @@ from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
-from ..measure import collector, envelope, fidelity, metrics, provenance, results
+from ..measure import collector, envelope, fidelity, metrics, outside, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
@@ -221,6 +221,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     collector.reset_ports(maps, tree)
     collector.reset_host_counters(maps, tree)
     cpu0 = fidelity.CpuTimes.now()
+    procs0, t_procs0 = outside.Snapshot.now(), time.monotonic()
     if timers is not None:
         timers.zero()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
@@ -233,6 +234,9 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     finally:
         sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
+    st_now = state.load(spec.prefix)
+    outside_share, outside_worst = outside.outside_cpu(procs0, outside.Snapshot.now(), time.monotonic() - t_procs0,
+                                                       [os.getpid(), *(st_now.pids if st_now else [])])
     timer_lateness = timers.read() if timers is not None else None
     cpu_busy, cpu_steal, cpu_busiest = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0)
 
@@ -303,7 +307,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
         sum(c["delay_lost"] for c in host_counts.values()),
-        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps)
+        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=outside_share,
+        outside_worst=outside_worst)
     evidence = replace(evidence, ideal=_ideal_place(
         fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
         (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),

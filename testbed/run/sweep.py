@@ -219,7 +219,7 @@ class Cell:
 FIDELITY_FIELDS = ("valid", "pacing_error_max", "saturated_service_min", "softnet_drops", "cpu_busy", "cpu_busiest",
                    "cpu_steal", "start_skew_pkts", "nic_burst_pkts", "nic_stall_pkts", "nic_dry_pkts",
                    "nic_late_pkts",
-                   "timing_excess_share", "max_giveups")
+                   "timing_excess_share", "max_giveups", "outside_cpu")
 SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
 
 

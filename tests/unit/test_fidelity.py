@@ -62,6 +62,8 @@ FAULTS = {
                   "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3"),
     "late NICs, short run": ({"timing_excess_pkts": 1.6, "bound_pkts": 14.75}, "can have added 10.8 %"),
     "REPS feedback lost": ({"feedback_lost": 3}, "3 REPS entropies were lost in a full delay line"),
+    "outside": ({"outside_cpu": 0.3, "outside_worst": "cc1 (pid 7)"},
+                "processes outside the run took 30 % of a CPU during it (maximum 5 %; the busiest cc1 (pid 7))"),
 }
 
 
@@ -163,3 +165,30 @@ def test_steal_is_reported_not_judged_and_cc_stalls_only_with_frames_waiting() -
     assert fidelity.verdict(closed).valid  # a closed window: the NIC's queue was empty
     waiting = dataclasses.replace(closed, nic_dry_pkts={"h1": 0.5})
     assert fidelity.verdict(waiting).reasons[0].startswith("NIC of h1 stalled for 80.0 packet times")
+
+
+def test_outside_cpu_counts_other_processes_not_ours() -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from testbed.measure import outside
+
+    spin = "import time\nt = time.time()\nwhile time.time() - t < 1.0: pass"
+    before, t0 = outside.Snapshot.now(), time.monotonic()
+    # a process not ours: started by a shell that exits at once (it is re-parented away from this process)
+    sh = subprocess.run(["sh", "-c", f"{sys.executable} -c '{spin}' >/dev/null 2>&1 & echo $!"], capture_output=True,
+                        text=True, check=True)
+    other = int(sh.stdout)
+    mine = subprocess.Popen([sys.executable, "-c", spin])
+    time.sleep(0.9)
+    after = outside.Snapshot.now()
+    window = time.monotonic() - t0
+    mine.wait()
+    while os.path.exists(f"/proc/{other}"):
+        time.sleep(0.05)
+    assert other not in after.descendants([os.getpid()]) and mine.pid in after.descendants([os.getpid()])
+    base, _ = outside.outside_cpu(before, after, window, [os.getpid(), other])  # whatever else runs here
+    share, _ = outside.outside_cpu(before, after, window, [os.getpid()])  # `mine` is ours, `other` is not
+    assert share - base >= 0.3, (share, base)  # `other` spun for most of the window, outside the run

@@ -235,7 +235,8 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
     st_now = state.load(spec.prefix)
-    outside_share, outside_worst = outside.outside_cpu(procs0, outside.Snapshot.now(), time.monotonic() - t_procs0,
+    outside_window_s = time.monotonic() - t_procs0
+    outside_share, outside_worst = outside.outside_cpu(procs0, outside.Snapshot.now(), outside_window_s,
                                                        [os.getpid(), *(st_now.pids if st_now else [])])
     timer_lateness = timers.read() if timers is not None else None
     cpu_busy, cpu_steal, cpu_busiest = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0)
@@ -308,7 +309,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
         sum(c["delay_lost"] for c in host_counts.values()),
         link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=outside_share,
-        outside_worst=outside_worst)
+        outside_worst=outside_worst, window_s=outside_window_s)
     evidence = replace(evidence, ideal=_ideal_place(
         fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
         (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),

@@ -352,7 +352,7 @@ NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (see README, "
 
 
 def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,
-                  peak_ratio: float | None = None, overhead: int = 0) -> None:
+                  peak_ratio: float | None = None, overhead: int = 0, hosts: list[Node] | None = None) -> None:
     """Re-pace every host NIC (its egress TBF) to `rate_bps`, its queue (the TBF's child) kept: a change sets a
     bfifo child's limit to `limit_bytes` and leaves any other child (the ACKs' HTB) alone. With a
     `frame_bytes`, the NIC also gets a peak-rate bucket of one frame at
@@ -360,7 +360,7 @@ def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: i
     by sending two frames back to back. Every frame costs `overhead` bytes more (FabricSpec.wire_overhead)."""
     ratio = NIC_PEAK_RATIO if peak_ratio is None else peak_ratio
     peak = int(rate_bps * ratio) if frame_bytes and ratio > 1 else 0
-    for h in tree.hosts:
+    for h in tree.hosts if hosts is None else hosts:
         p = tree.host_port(h.name)
         with netns.entered(tree.ns(h.name)), Netlink() as nl:
             nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True, peak_bps=peak,

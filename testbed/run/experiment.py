@@ -108,6 +108,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     else:
         set_host_rate(tree, host_rate, nic_burst_of(spec, pk), spec.buffer_bytes, frame_bytes=pk.wire_len(p.payload),
                       overhead=spec.wire_overhead)
+    if p.inject is not None and p.inject.startswith("nic-slow:"):  # one NIC paced slower than it should be
+        _, h, pct = p.inject.split(":")
+        set_host_rate(tree, round(host_rate * (1 - float(pct) / 100)), nic_burst_of(spec, pk), spec.buffer_bytes,
+                      frame_bytes=pk.wire_len(p.payload), overhead=spec.wire_overhead, hosts=[tree.hosts[int(h)]])
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -226,7 +230,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         timers.zero()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
     try:
-        sent = _send(fab, flows, pk, p.seed, bound, timeline, p.inject if p.inject != "nic-burst" else None,
+        sent = _send(fab, flows, pk, p.seed, bound, timeline, _sender_fault(p.inject),
                      tp, rtts, trace_path, p.scheme is Scheme.REPS)
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         timeline.join()
@@ -534,3 +538,8 @@ def _ideal_place(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, c
     env = envelope.envelope(fab.tree, config, flows, pk, prop.link_pkts)
     return {"placed": True, **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()},
                                              allowance)}
+
+
+def _sender_fault(inject: str | None) -> str | None:
+    """The part of an injected fault that the senders carry out (the NICs' own are set up here)."""
+    return None if inject is None or inject == "nic-burst" or inject.startswith("nic-slow:") else inject

@@ -21,7 +21,7 @@ from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
 from ..topology.units import QueueThreshold, parse_threshold
 
-INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+")
+INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|nic-slow:\d+:\d+(\.\d+)?")
 BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
@@ -55,7 +55,8 @@ class RunParams:
     pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
     # A fault injected on purpose, for the tests of the fidelity verdict only: "late:G:US" (the G-th sending
     # host starts US us late), "stall:G:N:US" (it sleeps US us after N packets), "wake:US" (every sender thread
-    # wakes US us after the release), "nic-burst" (host NICs get an 8-frame bucket and no peak rate).
+    # wakes US us after the release), "nic-burst" (host NICs get an 8-frame bucket and no peak rate),
+    # "nic-slow:H:PCT" (host H's NIC paced PCT percent below the others).
     inject: str | None = None
     # ECN: switches mark CE when the queue a packet joins holds more than this (units.parse_threshold: bytes,
     # packets, percent of buffer_ref, or "off"); the paper's section 6: 80 KB, 10 % of an 800 KB port buffer
@@ -88,7 +89,7 @@ class RunParams:
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
         if self.inject is not None and not INJECT.fullmatch(self.inject):
-            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US or nic-burst)")
+            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst or nic-slow:H:PCT)")
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
         if self.buffer_ref <= 0:

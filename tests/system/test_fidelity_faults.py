@@ -1,8 +1,10 @@
 """Each way a run can go wrong, done on purpose to a real run: the verdict
 must reject it and say why. The faults: a sender started ten packet times
 late, a NIC allowed to burst, a sender stalled for 30 packet times, packets
-lost where no counter sees them (a port whose MTU drops the frames), and one
-CPU kept busy by a spinning process. A clean run on the same fabric stays
+lost where no counter sees them (a port whose MTU drops the frames), one
+CPU kept busy by a spinning process, a NIC paced 3 % slow (pacing), one 1.2 %
+slow (within pacing's tolerance, caught by timing) and a link served at 70 %
+of its rate (service). A clean run on the same fabric stays
 valid (so each rejection is the fault's doing)."""
 
 from __future__ import annotations
@@ -110,3 +112,42 @@ def test_one_cpu_kept_busy(fab: Fabric) -> None:
         spin.wait()
     _rejected(f, "a CPU was")
     assert f["cpu_busiest"] > 0.98
+
+
+def test_a_nic_paced_slow(fab: Fabric) -> None:
+    f = _run(fab, "nic-slow:0:3")
+    _rejected(f, "host pacing off by -")
+    assert f["pacing_error_by_host"][fab.tree.hosts[0].name] == pytest.approx(-0.03, abs=0.005)
+
+
+def test_a_nic_late_within_the_pacing_tolerance(fab: Fabric) -> None:
+    """1.2 % slow passes the 2 % pacing tolerance, but its last frame leaves about 3 packet times late: more
+    than the 0.5 % of the bound the timing criterion allows."""
+    f = _run(fab, "nic-slow:0:1.2")
+    _rejected(f, "start offsets and late NICs can have added")
+    assert not any(r.startswith("host pacing") for r in f["reasons"]), f["reasons"]
+    assert f["nic_late_by_host"][fab.tree.hosts[0].name] >= 2
+
+
+def test_a_link_served_slow(fab: Fabric) -> None:
+    """An aggregation uplink's TBF at 70 % of the rate, behind the testbed's back: busy, it serves below 97 %."""
+    from testbed.fabric import netlink, netns
+    from testbed.fabric.netlink import Netlink
+    from testbed.topology import Level
+
+    tree, spec = fab.tree, fab.spec
+    agg = next(sw for sw in tree.switches if sw.level is Level.AGG)
+    port = tree.uplinks(agg.name)[0]
+
+    def set_rate(rate: int) -> None:
+        with netns.entered(tree.ns(agg.name)), Netlink() as nl:
+            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
+                                      overhead=spec.wire_overhead)])
+
+    set_rate(int(spec.rate_bps * 0.7))
+    try:
+        f = run(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed=1, inter_pod=True)).to_json()["fidelity"]
+    finally:
+        set_rate(spec.rate_bps)
+    _rejected(f, f"busy link {port.label} served at")
+    assert f["saturated_service_by_port"][port.label] == pytest.approx(0.7, abs=0.03)

@@ -16,7 +16,7 @@ A run is flagged when its CCT increase lies more than Z standard deviations
 of the draws beyond their mean, plus the run's own timing allowance (what its
 verdict says start offsets and late NICs can have added), plus FLOOR_PP; or
 when a switch stage's largest queue lies more than Z standard deviations
-plus QUEUE_FLOOR_PKTS beyond the draws' mean (the NICs' queues are not
+plus QUEUE_FLOOR_PKTS plus QUEUE_SHARE of the mean beyond the draws' mean (the NICs' queues are not
 compared: they hold the senders' prefill, which the ideal fabric does not
 model). Z = 3: for a normal spread a
 faithful run is flagged about once in 700; the tails of a maximum are
@@ -51,6 +51,7 @@ DRAWS = 20
 Z = 3.0
 FLOOR_PP = 0.25  # points of CCT increase: the draws' own rounding and the bound's
 QUEUE_FLOOR_PKTS = 2  # a kernel maximum can exceed the model's by a frame or two with the senders' timing
+QUEUE_SHARE = 0.02  # and a long queue by the pacing tolerance's share (ECMP's colliding flow: 252 against 255-256)
 MAX_FRAME_DRAWS = 600_000  # frames x draws played per run at most (about 8 s on this machine)
 CACHE_DIR = Path(os.environ.get("TESTBED_IDEAL_CACHE", "/var/cache/testbed/ideal"))
 VERSION = 1  # of the draws' recipe: a change invalidates the cache
@@ -135,7 +136,7 @@ def place(env: Envelope, cct_increase: float, max_queue: dict[str, float], allow
         if st not in max_queue or st in NOT_COMPARED:
             continue
         qm, qsd = Envelope._stats(qs)
-        qlimit = Z * qsd + QUEUE_FLOOR_PKTS
+        qlimit = Z * qsd + QUEUE_FLOOR_PKTS + QUEUE_SHARE * qm
         got = max_queue[st]
         out["queues"][st] = {"run": got, "mean": qm, "sd": qsd, "min": min(qs), "max": max(qs), "limit": qlimit}
         if abs(got - qm) > qlimit:

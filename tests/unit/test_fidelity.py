@@ -131,7 +131,7 @@ def test_a_run_outside_the_ideal_fabric_is_flagged() -> None:
     far = envelope.place(env, 0.090, {"edge_agg": 22}, allowance=0.001)
     assert len(far["reasons"]) == 1 and far["reasons"][0].startswith("CCT increase +9.00 % is outside")
     low = envelope.place(env, 0.071, {"edge_agg": 12}, allowance=0.001)  # better than a perfect fabric: suspect
-    assert low["reasons"] == ["largest edge_agg queue 12 packets is outside the ideal fabric's 22.0 +- 6.7 "
+    assert low["reasons"] == ["largest edge_agg queue 12 packets is outside the ideal fabric's 22.0 +- 7.2 "
                               "(20 to 24 over 5 draws)"]
     v = fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": True, **far}))
     assert not v.valid and v.reasons[0].startswith("against the ideal fabric: CCT increase +9.00 %")

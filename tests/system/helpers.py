@@ -13,8 +13,8 @@ from typing import Any
 from testbed.dataplane import switches
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.maps import Maps, pin_dir, unpin
-from testbed.topology import FatTree
 from testbed.fabric import netns, state
+from testbed.topology import FatTree
 
 ETH_P_ALL = 0x0003
 
@@ -99,3 +99,27 @@ def loaded_program(prefix: str, kind: str, k: int) -> Iterator[tuple[FatTree, Co
         maps.close()
         compiled.close()
         unpin(prefix)
+
+
+@contextmanager
+def slow_uplink(fab: Any, share: float) -> Iterator[Any]:
+    """The first aggregation switch's first uplink served at `share` of the rate for the block, its TBF changed
+    behind the testbed's back (a distortion for the verdict to find); yields that port."""
+    from testbed.fabric import netlink
+    from testbed.fabric.netlink import Netlink
+    from testbed.topology import Level
+
+    tree, spec = fab.tree, fab.spec
+    agg = next(sw for sw in tree.switches if sw.level is Level.AGG)
+    port = tree.uplinks(agg.name)[0]
+
+    def set_rate(rate: int) -> None:
+        with netns.entered(tree.ns(agg.name)), Netlink() as nl:
+            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
+                                      overhead=spec.wire_overhead)])
+
+    set_rate(int(spec.rate_bps * share))
+    try:
+        yield port
+    finally:
+        set_rate(spec.rate_bps)

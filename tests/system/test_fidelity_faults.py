@@ -23,7 +23,7 @@ from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
-from .helpers import TIMING_RATE_BPS
+from .helpers import TIMING_RATE_BPS, slow_uplink
 
 pytestmark = pytest.mark.root
 
@@ -132,24 +132,8 @@ def test_a_nic_late_within_the_pacing_tolerance(fab: Fabric) -> None:
 
 def test_a_link_served_slow(fab: Fabric) -> None:
     """An aggregation uplink's TBF at 70 % of the rate, behind the testbed's back: busy, it serves below 97 %."""
-    from testbed.fabric import netlink, netns
-    from testbed.fabric.netlink import Netlink
-    from testbed.topology import Level
-
-    tree, spec = fab.tree, fab.spec
-    agg = next(sw for sw in tree.switches if sw.level is Level.AGG)
-    port = tree.uplinks(agg.name)[0]
-
-    def set_rate(rate: int) -> None:
-        with netns.entered(tree.ns(agg.name)), Netlink() as nl:
-            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
-                                      overhead=spec.wire_overhead)])
-
-    set_rate(int(spec.rate_bps * 0.7))
-    try:
+    with slow_uplink(fab, 0.7) as port:
         f = run(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed=1, inter_pod=True)).to_json()["fidelity"]
-    finally:
-        set_rate(spec.rate_bps)
     _rejected(f, f"busy link {port.label} served at")
     assert f["saturated_service_by_port"][port.label] == pytest.approx(0.7, abs=0.03)
 

@@ -12,13 +12,10 @@ from collections.abc import Iterator
 import pytest
 
 from testbed.dataplane.schemes import Scheme
-from testbed.fabric import netlink, netns
 from testbed.fabric.build import Fabric, FabricSpec
-from testbed.fabric.netlink import Netlink
 from testbed.run.experiment import RunParams, run
-from testbed.topology import Level
 
-from .helpers import TIMING_RATE_BPS
+from .helpers import TIMING_RATE_BPS, slow_uplink
 
 pytestmark = pytest.mark.root
 
@@ -47,21 +44,9 @@ def test_a_run_lies_in_the_ideal_fabrics_distribution(fab: Fabric, scheme: Schem
 
 
 def test_a_slow_link_only_the_ideal_fabric_sees(fab: Fabric) -> None:
-    tree, spec = fab.tree, fab.spec
-    agg = next(sw for sw in tree.switches if sw.level is Level.AGG)
-    port = tree.uplinks(agg.name)[0]
-
-    def set_rate(rate: int) -> None:
-        with netns.entered(tree.ns(agg.name)), Netlink() as nl:
-            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
-                                      overhead=spec.wire_overhead)])
-
-    set_rate(int(spec.rate_bps * 0.975))
-    try:
-        # between pods every aggregation uplink carries a whole host's rate: the slow one falls behind
+    # between pods every aggregation uplink carries a whole host's rate: the slow one falls behind
+    with slow_uplink(fab, 0.975) as port:
         r = run(fab, RunParams("permutation", MB, 1.0, Scheme.OFAN, seed=3, inter_pod=True)).to_json()
-    finally:
-        set_rate(spec.rate_bps)
     reasons = r["fidelity"]["reasons"]
     assert ideal_reasons(r), (r["cct_increase"], r["fidelity"]["ideal"])
     assert not any(x.startswith(("busy link", "host pacing")) for x in reasons), reasons

@@ -498,7 +498,9 @@ struct pending {
         uint32_t flow, psn, rtt_ns, ecn;
     } ev;
 };
-#define PENDING_CAP (1u << 18)
+/* ACK events held per delay class until due; a fault "ackring=N" makes it N (its overflow is counted) */
+static uint64_t pending_cap = 1u << 18;
+#define PENDING_CAP pending_cap
 #define DELAY_CLASSES 8
 static struct fifo {
     struct pending *q;
@@ -861,6 +863,8 @@ int main(int argc, char **argv)
             tcfg.trace_cap = strtoull(v, NULL, 10);
         else if (KEY("ackstall"))
             sscanf(v, "%lu:%lu", &tcfg.stall_after, &tcfg.stall_us);
+        else if (KEY("ackring"))
+            pending_cap = strtoul(v, NULL, 10) ? strtoul(v, NULL, 10) : 1; /* fault: the transport's queue */
         else if (KEY("init_cwnd"))
             tcfg.cp.init_cwnd = atof(v);
         else if (KEY("min_cwnd"))

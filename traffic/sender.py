@@ -152,7 +152,8 @@ class Senders:
         RTT (how long after reaching the sender's NIC its ACKs are acted on; default the transport's),
         `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. With `reps`, a
         retransmission timeout freezes the flow's REPS connection (ebpf/include/host_lb.h). A fault "ackstall:N:US" makes the
-        transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU)."""
+        transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU); "ackring:N" holds at
+        most N ACK events per delay class (the rest are lost to the transport, and counted)."""
         self.transport = transport if transport is not None and transport.on else None
         self.paths = paths or {}
         self.base_rtts_ns = base_rtts_ns or {}
@@ -184,8 +185,8 @@ class Senders:
         """Send every flow once; `on_start(pid)` is called with the sender's PID."""
         sndbuf = SNDBUF_TRANSPORT_BYTES if self.transport is not None else SNDBUF_BYTES
         argv = [str(self.binary), f"{timeout_s:.3f}", str(sndbuf)]
-        if self.fault and self.fault.startswith("ackstall:"):
-            argv.append(self.fault.replace("ackstall:", "ackstall=", 1))
+        if self.fault and self.fault.startswith(("ackstall:", "ackring:")):
+            argv.append(self.fault.replace(":", "=", 1))
         elif self.fault:
             argv.append(self.fault)
         if self.transport is not None:

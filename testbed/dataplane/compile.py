@@ -46,10 +46,12 @@ class Dims:
     w: int
     k: int
     n_edges: int
+    max_tries: int = 4  # compare-and-swap attempts per queue-maximum raise (QUEUE_MAX_TRIES; 0 in a fault test)
 
     @classmethod
-    def of(cls, tree: FatTree) -> Dims:
-        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges)
+    def of(cls, tree: FatTree, max_tries: int = 4) -> Dims:
+        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges,
+                   max_tries)
 
     @property
     def n_keys(self) -> int:
@@ -84,7 +86,8 @@ class Dims:
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
-                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"]
+                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"] + (
+                    [f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != 4 else [])
 
 
 def source() -> str:

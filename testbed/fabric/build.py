@@ -67,6 +67,7 @@ class FabricSpec:
     topology: str = "fattree"  # or "leafspine" (testbed.topology)
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (traffic.packet); 0: none
     ack_priority: bool = True  # every queue serves ACKs before data (netlink.ack_priority), as htsim's switches
+    queue_max_tries: int = 4  # compare-and-swap attempts per queue-maximum raise; 0 only to inject give-ups
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -75,6 +76,8 @@ class FabricSpec:
             raise ValueError(f"rate must be below {8 * 2**32} bit/s")
         if not 1280 <= self.mtu <= 65535:
             raise ValueError(f"mtu must be in [1280, 65535], got {self.mtu}")
+        if not 0 <= self.queue_max_tries <= 16:
+            raise ValueError(f"queue_max_tries must be in [0, 16], got {self.queue_max_tries}")
         if not 0 <= self.wire_overhead <= 256:
             raise ValueError(f"wire overhead must be in [0, 256] bytes, got {self.wire_overhead}")
         if self.burst_bytes and self.burst_bytes < self.max_frame:
@@ -196,7 +199,7 @@ class Fabric:
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), topology=spec.topology,
                                      wire_overhead=spec.wire_overhead, ack_priority=spec.ack_priority))
-        compiling = CompileThread(Dims.of(tree))
+        compiling = CompileThread(Dims.of(tree, spec.queue_max_tries))
         netns.prepare_run_dir()
         made: dict[str, tuple[Netlink, socket.socket]] = {}
         fds: dict[str, int] = {}

@@ -446,6 +446,8 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         # a transport run can take longer: timeouts, and windows smaller than the BDP
         timeout_s = (10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps
                      + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0))
+        if fault is not None and fault.startswith("deadline:"):  # a fault: the senders give up that early
+            timeout_s, fault = int(fault.split(":")[1]) / 1e3, None
         return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps, **transport).run(
             timeout_s=timeout_s, on_start=started)
     finally:

@@ -21,7 +21,7 @@ from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
 from ..topology.units import QueueThreshold, parse_threshold
 
-INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|nic-slow:\d+:\d+(\.\d+)?")
+INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|ackring:\d+|deadline:\d+|nic-slow:\d+:\d+(\.\d+)?")
 BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
@@ -56,7 +56,9 @@ class RunParams:
     # A fault injected on purpose, for the tests of the fidelity verdict only: "late:G:US" (the G-th sending
     # host starts US us late), "stall:G:N:US" (it sleeps US us after N packets), "wake:US" (every sender thread
     # wakes US us after the release), "nic-burst" (host NICs get an 8-frame bucket and no peak rate),
-    # "nic-slow:H:PCT" (host H's NIC paced PCT percent below the others).
+    # "nic-slow:H:PCT" (host H's NIC paced PCT percent below the others); with --cc, "ackstall:N:US" (the
+    # transport's ACK thread sleeps US us after its N-th ACK) and "ackring:N" (it holds N ACK events at most);
+    # "deadline:MS" (the senders give up MS ms after they start: flows left unsent or incomplete).
     inject: str | None = None
     # ECN: switches mark CE when the queue a packet joins holds more than this (units.parse_threshold: bytes,
     # packets, percent of buffer_ref, or "off"); the paper's section 6: 80 KB, 10 % of an 800 KB port buffer
@@ -89,7 +91,7 @@ class RunParams:
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
         if self.inject is not None and not INJECT.fullmatch(self.inject):
-            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst or nic-slow:H:PCT)")
+            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst, nic-slow:H:PCT, ackstall:N:US, ackring:N or deadline:MS)")
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
         if self.buffer_ref <= 0:
@@ -107,8 +109,8 @@ class RunParams:
             raise RunError(f"--buffer must hold at least two frames, got {self.buffer_bytes} bytes")
         if self.cc != "none" and not self.acks:
             object.__setattr__(self, "acks", True)  # a congestion controller is clocked by its ACKs
-        if self.inject is not None and self.inject.startswith("ackstall:") and self.cc == "none":
-            raise RunError("ackstall starves the transport's ACK thread: give --cc too")
+        if self.inject is not None and self.inject.startswith(("ackstall:", "ackring:")) and self.cc == "none":
+            raise RunError(f"{self.inject.split(':')[0]} faults the transport's ACK thread: give --cc too")
         if self.scheme is Scheme.REPS and not self.acks:
             raise RunError("reps recycles the entropies its ACKs bring back: run it with --acks")
         if self.scheme is Scheme.CONGA and not self.acks:

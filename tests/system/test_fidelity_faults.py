@@ -4,8 +4,13 @@ late, a NIC allowed to burst, a sender stalled for 30 packet times, packets
 lost where no counter sees them (a port whose MTU drops the frames), one
 CPU kept busy by a spinning process, a NIC paced 3 % slow (pacing), one 1.2 %
 slow (within pacing's tolerance, caught by timing) and a link served at 70 %
-of its rate (service). A clean run on the same fabric stays
-valid (so each rejection is the fault's doing)."""
+of its rate (service), the per-CPU backlog cut to one packet (softnet), a
+route entry corrupted behind the testbed's back (the data plane's error
+paths), a second fabric's traffic at once (other processes), and switch
+programs built so that no queue-maximum raise gets its compare-and-swap
+(give-ups). A clean run on the same fabric stays valid (so each rejection
+is the fault's doing). The transport's faults (a starved ACK thread, an
+overflowing ACK queue, flows left incomplete) are in test_transport.py."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -153,3 +159,60 @@ def test_packets_dropped_by_the_backlog(fab: Fabric) -> None:
             fh.write(old)
     _rejected(f, "packets dropped by the per-CPU backlog")
     assert f["softnet_drops"] > 0
+
+
+def test_packets_dropped_by_the_data_plane(fab: Fabric) -> None:
+    """h1's edge switch has its downlink entry for h1 overwritten with an interface that does not exist: the
+    switch program cannot send there and drops into its no-route counter (an error path, not the network)."""
+    tree = fab.tree
+    assert fab.maps is not None
+    host = tree.hosts[1]
+    edge = tree.by_name[tree.edge_of(host.name)]
+    key = edge.nid * tree.k + host.index
+    good = tree.port(edge.name, host.name).ifindex
+    assert fab.maps.downlinks.get(key).value == good
+    fab.maps.downlinks.set(key, 1_000_000)
+    try:
+        f = _run(fab)
+    finally:
+        fab.maps.downlinks.set(key, good)
+    _rejected(f, "dropped by the data plane's error paths")
+    assert f["delivery"]["emulator_drops"] == 256 and f["delivery"]["unaccounted"] == 0  # all of h1's 1 MB
+
+
+def test_a_second_fabrics_traffic(fab: Fabric) -> None:
+    """A second fabric (prefix tw2, outside the run lock) carries two UDP blasts while the run goes: its
+    senders' CPU is taken from the run's links, and the verdict names them."""
+    with Fabric(FabricSpec(k=4, rate_bps=200_000_000, prefix="tw2")) as other:
+        t = other.tree
+        dst = str(t.host_ip(t.hosts[-1]))
+        blast = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                 "while True:\n    try: s.sendto(b'x' * 1400, (sys.argv[1], 9))\n    except OSError: pass\n")
+        # started through a shell that exits at once, so that they are not this process's descendants (which
+        # the verdict counts as the run's own), as another fabric's run would not be; their PIDs from the shell
+        pids = [int(subprocess.run(["sh", "-c", 'ip netns exec "$0" "$1" -c "$2" "$3" >/dev/null 2>&1 & echo $!',
+                                    t.ns(h.name), sys.executable, blast, dst],
+                                   capture_output=True, text=True, check=True).stdout)
+                for h in t.hosts[:2]]
+        try:
+            time.sleep(0.3)  # both blasting before the run starts
+            f = _run(fab)
+        finally:
+            for pid in pids:
+                os.kill(pid, signal.SIGKILL)
+    _rejected(f, "processes outside the run took")
+    assert f["outside_cpu"] > 0.05
+
+
+@pytest.fixture(scope="module")
+def no_cas_fab() -> Iterator[Fabric]:
+    with Fabric(FabricSpec(k=4, rate_bps=TIMING_RATE_BPS, prefix="tg", queue_max_tries=0)) as f:
+        yield f
+
+
+def test_queue_maxima_that_gave_up(no_cas_fab: Fabric) -> None:
+    """Switch programs built with no compare-and-swap attempt per raise of a queue maximum (as if every race
+    were lost): every raise gives up, the maxima stay at zero, and the verdict says they may be low."""
+    f = _run(no_cas_fab)
+    _rejected(f, "queue-maximum updates gave up under contention")
+    assert f["max_giveups"] > 0

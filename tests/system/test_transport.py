@@ -188,3 +188,21 @@ def test_a_starved_transport_is_invalid(fab: Fabric, tmp_path: Any) -> None:
     assert not f["valid"]
     assert any("the transport fell behind: ACKs acted on" in x for x in f["reasons"]), f["reasons"]
     assert f["transport"]["ack_late_max_pkts"] >= 25
+
+
+def test_an_overflowing_ack_queue_is_invalid(fab: Fabric, tmp_path: Any) -> None:
+    """The transport holds at most 128 ACK events until they are due (a base RTT holds many more): the events it
+    had no room for are counted, and the verdict rejects the run for them."""
+    r, _ = go(fab, tmp_path / "run", size=MB, cc="dctcp", inject="ackring:128")
+    f = r["fidelity"]
+    assert not f["valid"] and f["transport"]["ring_overflow"] > 0, f
+    assert any("the transport lost" in x and "ACK events" in x for x in f["reasons"]), f["reasons"]
+
+
+def test_flows_left_incomplete_are_invalid(fab: Fabric, tmp_path: Any) -> None:
+    """The senders give up 100 ms after they start (a 1 MB flow needs about 350 ms at this rate): flows end
+    incomplete, and the verdict says how many."""
+    r, _ = go(fab, tmp_path / "run", size=MB, cc="dctcp", inject="deadline:100")
+    f = r["fidelity"]
+    assert not f["valid"] and f["transport"]["incomplete_flows"] == 16, f
+    assert any("16 flows were not received in full" in x for x in f["reasons"]), f["reasons"]

@@ -11,7 +11,8 @@ One try per run. Each rejected try is counted under the first words of each
 of its reasons.
 
 Prints one JSON object: per fabric and rate, tries, valid, share, the
-causes, and each run's CCT increase and busiest CPU.
+causes, and each run's CCT increase and busiest CPU (over the run and over
+its busiest 100 ms window).
 
 Usage: sudo .venv/bin/python bench/validity.py [--k 4] [--rates 50mbit,100mbit] [--seeds 1-40]
          [--scheme ofan] [--workload permutation] [--size 1MB] [--acks]
@@ -72,7 +73,8 @@ def main() -> int:
                     res = run(fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks)).to_json()
                     f = res["fidelity"]
                     runs[r].append({"seed": seed, "valid": f["valid"], "reasons": f["reasons"],
-                                    "cct_increase": res["cct_increase"], "cpu_busiest": f["cpu_busiest"]})
+                                    "cct_increase": res["cct_increase"], "cpu_busiest": f["cpu_busiest"],
+                                    "cpu_busiest_window": f["cpu_busiest_window"]})
                     print(f"k={k} {format_rate(r)} seed {seed}: {'valid' if f['valid'] else f['reasons']}",
                           file=sys.stderr, flush=True)
             out["fabrics"][f"fattree k={k}"] = {

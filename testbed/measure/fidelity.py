@@ -25,8 +25,11 @@ tolerance, and a reason naming the worst offender when it fails:
   without errors, and the drain completed;
 - emulator losses: none in the per-CPU backlog (softnet) or in the data
   plane's own error counters (packets the programs could not route or send);
-- CPU: no CPU saturated (busiest CPU < 98 % busy); steal is reported, not
-  judged (it reads 0 % here while the hypervisor takes CPUs away);
+- CPU: no CPU saturated: the busiest CPU below 98 % busy over every
+  100 ms window of the run (`cpu_busiest_window`, testbed.measure.cpu_windows;
+  over the whole run when it is shorter); the whole run's figure is
+  `cpu_busiest`; steal is reported, not judged (it reads 0 % here while the
+  hypervisor takes CPUs away);
 - other processes: those not the run's took at most 5 % of a CPU during it,
   or 20 ms in all (testbed.measure.outside);
 - CPU gaps: no qdisc timer, a NIC's or a link's, fired more than
@@ -61,6 +64,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..fabric.qdisc_timers import TimerLateness
+from .cpu_windows import Busiest
 from .transport import LoopTiming
 
 PACING_TOLERANCE = 0.02
@@ -196,6 +200,7 @@ class Evidence:
     outside_cpu: float = 0.0  # CPU-seconds per second that processes not the run's took (measure.outside)
     outside_worst: str = ""  # the busiest of them
     window_s: float = 0.0  # the window those were measured over
+    cpu_window: Busiest | None = None  # the busiest CPU over sliding windows (measure.cpu_windows); None: too short
 
     @property
     def timing_excess_share(self) -> float:
@@ -242,6 +247,8 @@ class Verdict:
     ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
     outside_cpu: float = 0.0  # CPU-seconds per second taken by processes not the run's
     outside_worst: str = ""
+    cpu_busiest_window: float = 0.0  # the busiest CPU's busy share over its busiest window (cpu_windows)
+    cpu_busiest_window_detail: dict[str, Any] | None = None  # which CPU, when, how long; None: run too short
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -337,8 +344,13 @@ def _reasons(e: Evidence) -> list[str]:
     if d.emulator_drops - e.softnet_drops > 0:
         out.append(f"{d.emulator_drops - e.softnet_drops} packets dropped by the data plane's error paths "
                    f"(see switch_counters)")
-    if e.cpu_busiest > CPU_BUSIEST_MAX:
-        out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy (maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
+    w = e.cpu_window
+    if w is not None and w.share > CPU_BUSIEST_MAX:
+        out.append(f"a CPU was {100 * w.share:.0f} % busy over {1e3 * w.window_s:.0f} ms (CPU {w.cpu}, "
+                   f"{w.start_s:.2f} s into the run; maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
+    elif e.cpu_busiest > CPU_BUSIEST_MAX:
+        out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy over the run (maximum "
+                   f"{100 * CPU_BUSIEST_MAX:.0f} %)")
     if e.outside_cpu > OUTSIDE_CPU_MAX and e.outside_cpu * e.window_s > OUTSIDE_CPU_FLOOR_S:
         out.append(f"processes outside the run took {100 * e.outside_cpu:.0f} % of a CPU during it (maximum "
                    f"{100 * OUTSIDE_CPU_MAX:.0f} %; the busiest {e.outside_worst}): they took it from the links")
@@ -410,4 +422,6 @@ def verdict(e: Evidence) -> Verdict:
         nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
         timers=asdict(e.timers) if e.timers is not None else None, latest_nic=latest,
         latest_nic_gap_cause=gap_cause(e, latest) if latest else "", ideal=e.ideal, outside_cpu=e.outside_cpu,
-        outside_worst=e.outside_worst)
+        outside_worst=e.outside_worst,
+        cpu_busiest_window=e.cpu_window.share if e.cpu_window is not None else e.cpu_busiest,
+        cpu_busiest_window_detail=asdict(e.cpu_window) if e.cpu_window is not None else None)

@@ -39,7 +39,7 @@ from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
-from ..measure import collector, envelope, fidelity, metrics, outside, provenance, results
+from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
@@ -229,6 +229,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     if timers is not None:
         timers.zero()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
+    cpu_sampler = cpu_windows.Sampler().start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, _sender_fault(p.inject),
                      tp, rtts, trace_path, p.scheme is Scheme.REPS)
@@ -237,6 +238,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
     finally:
         sampler.stop()
+        cpu_window = cpu_sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
     st_now = state.load(spec.prefix)
     outside_window_s = time.monotonic() - t_procs0
@@ -313,7 +315,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
         sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
         sum(c["delay_lost"] for c in host_counts.values()),
         link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=outside_share,
-        outside_worst=outside_worst, window_s=outside_window_s)
+        outside_worst=outside_worst, window_s=outside_window_s, cpu_window=cpu_window)
     evidence = replace(evidence, ideal=_ideal_place(
         fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
         (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),

@@ -219,7 +219,7 @@ class Cell:
 FIDELITY_FIELDS = ("valid", "pacing_error_max", "saturated_service_min", "softnet_drops", "cpu_busy", "cpu_busiest",
                    "cpu_steal", "start_skew_pkts", "nic_burst_pkts", "nic_stall_pkts", "nic_dry_pkts",
                    "nic_late_pkts",
-                   "timing_excess_share", "max_giveups", "outside_cpu")
+                   "timing_excess_share", "max_giveups", "outside_cpu", "cpu_busiest_window")
 SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
 
 
@@ -243,6 +243,9 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     for name in FIDELITY_FIELDS:
         row[f"fidelity_{name}"] = f[name]
     row["fidelity_reasons"] = "; ".join(f["reasons"])
+    for name in ("unaccounted", "overcounted", "over_received", "sent", "planned"):  # the delivery balance
+        row[f"fidelity_delivery_{name}"] = int(f["delivery"][name])
+    row["fidelity_delivery_drain_complete"] = bool(f["delivery"]["drain_complete"])
     timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers: NaN in the table
     row["fidelity_timer_late_max_s"] = float(timers.get("max_s", float("nan")))
     placed = f.get("ideal") or {}  # the ideal fabric's distribution: NaN where the run has no place in it
@@ -260,8 +263,10 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
                  "buffer_drops"):
         row[f"transport_{name}"] = int(t.get(name, 0))
     row["transport_window_decreases"] = int((t.get("rules") or {}).get("decrease", 0))
-    for name in ("ack_late_p99_pkts", "send_late_p99_pkts"):
+    for name in ("ack_late_p99_pkts", "send_late_p99_pkts", "ack_late_max_pkts", "send_late_max_pkts"):
         row[f"transport_{name}"] = float((t.get("timing") or {}).get(name, 0.0))
+    for name in ("ring_overflow", "incomplete_flows"):
+        row[f"transport_{name}"] = int((t.get("timing") or {}).get(name, 0))
     row["failed_links"] = ",".join(failed_links)
     row["attempts"] = 1 + len(r["discarded_attempts"])
     row["discarded"] = json.dumps(r["discarded_attempts"])

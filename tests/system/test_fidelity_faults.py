@@ -2,7 +2,8 @@
 must reject it and say why. The faults: a sender started ten packet times
 late, a NIC allowed to burst, a sender stalled for 30 packet times, packets
 lost where no counter sees them (a port whose MTU drops the frames), one
-CPU kept busy by a spinning process, a NIC paced 3 % slow (pacing), one 1.2 %
+CPU kept busy by a spinning process (throughout, and for 120 ms in every
+370: a pegged window the run's average hides), a NIC paced 3 % slow (pacing), one 1.2 %
 slow (within pacing's tolerance, caught by timing) and a link served at 70 %
 of its rate (service), the per-CPU backlog cut to one packet (softnet), a
 route entry corrupted behind the testbed's back (the data plane's error
@@ -117,7 +118,25 @@ def test_one_cpu_kept_busy(fab: Fabric) -> None:
         os.kill(spin.pid, signal.SIGKILL)
         spin.wait()
     _rejected(f, "a CPU was")
-    assert f["cpu_busiest"] > 0.98
+    assert f["cpu_busiest_window"] > 0.98 and f["cpu_busiest_window_detail"]["cpu"] == cpu
+
+
+def test_one_cpu_pegged_for_part_of_the_run(fab: Fabric) -> None:
+    """A process spins 120 ms in every 370 on one CPU: over the run that CPU is far from saturated, but one of
+    its 100 ms windows is pegged, and the verdict says which."""
+    cpu = max(os.sched_getaffinity(0))
+    duty = ("import time\nwhile True:\n    t = time.monotonic()\n    while time.monotonic() - t < 0.12: pass\n"
+            "    time.sleep(0.25)\n")
+    spin = subprocess.Popen([sys.executable, "-c", duty], preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    try:
+        f = run(fab, RunParams("permutation", 2 * MB, 1.0, Scheme.OFAN, seed=1)).to_json()["fidelity"]
+    finally:
+        os.kill(spin.pid, signal.SIGKILL)
+        spin.wait()
+    _rejected(f, "% busy over ")
+    assert f"(CPU {cpu}, " in " ".join(f["reasons"])
+    assert f["cpu_busiest_window"] > 0.98 and f["cpu_busiest_window_detail"]["cpu"] == cpu
+    assert f["cpu_busiest"] < 0.98  # the run's average alone would have passed it
 
 
 def test_a_nic_paced_slow(fab: Fabric) -> None:

@@ -1,0 +1,142 @@
+"""The busiest CPU over sliding windows of a run.
+
+A CPU saturated for part of a run distorts it as much as one saturated
+throughout, but an average over the run (drain and start included) hides
+it. A thread samples every CPU's idle time every PERIOD_S while the run
+goes; the verdict judges the busiest CPU over any WINDOW_S window.
+
+Why 100 ms: it holds about 150 packet times at k=4 and thousands at the
+paper-scale rates, so a CPU busy throughout it is saturated, not late for
+one packet (single late timers are the CPU-gap criterion's, at 4 packet
+times); and it is short against a run (a k=4 1 MB run lasts about 0.2 s, a
+paper-scale one seconds), so a pegged stretch of a tenth of a run is seen.
+
+Two clocks of idle time, because neither alone is exact over 100 ms:
+/proc/stat's idle (and iowait) includes the idle period in progress but
+counts in 10 ms units (USER_HZ); cpuidle's residency
+(/sys/devices/system/cpu/cpuN/cpuidle/state*/time) counts microseconds but
+only when an idle period ends, the whole period at once. A window's idle
+time is cpuidle's, clamped to within one /proc/stat unit of /proc/stat's:
+exact when idle comes in short pieces (a busy CPU's), within 10 ms when
+one long idle period straddles an edge. Without cpuidle (other machines)
+/proc/stat alone is used and the window is FALLBACK_WINDOW_S.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+WINDOW_S = 0.1
+FALLBACK_WINDOW_S = 0.5  # /proc/stat alone: 10 ms units, so 2 % at each edge of half a second
+PERIOD_S = 0.01
+USER_HZ = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Sample:
+    t: float  # monotonic seconds
+    stat_idle_s: tuple[float, ...]  # per CPU, /proc/stat idle + iowait
+    cpuidle_s: tuple[float, ...] | None  # per CPU, summed cpuidle residency; None: no cpuidle
+
+
+@dataclass(frozen=True)
+class Busiest:
+    share: float  # busy share of the busiest CPU over its busiest window
+    cpu: int
+    start_s: float  # the window's start, seconds after the first sample
+    window_s: float
+
+
+def _stat_idle(path: str = "/proc/stat") -> tuple[float, ...]:
+    out = []
+    with open(path) as f:
+        for line in f:
+            if not line.startswith("cpu"):
+                break
+            if line.startswith("cpu "):
+                continue
+            v = line.split()
+            out.append((int(v[4]) + int(v[5])) / USER_HZ)
+    return tuple(out)
+
+
+def _cpuidle_files(n: int) -> list[list[str]] | None:
+    files = [sorted(glob.glob(f"/sys/devices/system/cpu/cpu{i}/cpuidle/state*/time")) for i in range(n)]
+    return files if all(files) else None
+
+
+def _cpuidle(files: list[list[str]]) -> tuple[float, ...]:
+    out = []
+    for per_cpu in files:
+        us = 0
+        for path in per_cpu:
+            with open(path) as f:
+                us += int(f.read())
+        out.append(us / 1e6)
+    return tuple(out)
+
+
+def busiest(samples: Sequence[Sample], window_s: float | None = None) -> Busiest | None:
+    """The busiest CPU over any window of `window_s` (default WINDOW_S, or FALLBACK_WINDOW_S without
+    cpuidle) between two samples, or over all of them if they span less than one window; None with fewer
+    than two samples. Windows are taken from each sample to the first sample at least `window_s` later."""
+    if len(samples) < 2:
+        return None
+    exact = samples[0].cpuidle_s is not None
+    window = window_s if window_s is not None else WINDOW_S if exact else FALLBACK_WINDOW_S
+    window = min(window, samples[-1].t - samples[0].t)
+    unit = 1 / USER_HZ
+    best: Busiest | None = None
+    j = 0
+    for i, a in enumerate(samples):
+        j = max(j, i + 1)
+        while j < len(samples) and samples[j].t - a.t < window - 1e-9:
+            j += 1
+        if j == len(samples):
+            break
+        b = samples[j]
+        span = b.t - a.t
+        for cpu in range(len(a.stat_idle_s)):
+            stat = b.stat_idle_s[cpu] - a.stat_idle_s[cpu]
+            if a.cpuidle_s is not None and b.cpuidle_s is not None:
+                idle = min(max(b.cpuidle_s[cpu] - a.cpuidle_s[cpu], stat - unit), stat + unit)
+            else:
+                idle = stat
+            share = 1 - min(max(idle, 0.0), span) / span
+            if best is None or share > best.share:
+                best = Busiest(share, cpu, a.t - samples[0].t, span)
+    return best
+
+
+class Sampler:
+    """Samples every CPU's idle time every PERIOD_S in a thread, from `start()` to `stop()`."""
+
+    def __init__(self, period_s: float = PERIOD_S) -> None:
+        self.period_s = period_s
+        self.samples: list[Sample] = []
+        self._files = _cpuidle_files(len(_stat_idle()))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cpu-windows", daemon=True)
+
+    def _sample(self) -> Sample:
+        return Sample(time.monotonic(), _stat_idle(), _cpuidle(self._files) if self._files else None)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.samples.append(self._sample())
+            self._stop.wait(self.period_s)
+
+    def start(self) -> Sampler:
+        self._thread.start()
+        return self
+
+    def stop(self) -> Busiest | None:
+        self._stop.set()
+        self._thread.join()
+        self.samples.append(self._sample())
+        return busiest(self.samples)

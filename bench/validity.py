@@ -14,25 +14,36 @@ Prints one JSON object: per fabric and rate, tries, valid, share, the
 causes, and each run's CCT increase and busiest CPU (over the run and over
 its busiest 100 ms window).
 
-Usage: sudo .venv/bin/python bench/validity.py [--k 4] [--rates 50mbit,100mbit] [--seeds 1-40]
-         [--scheme ofan] [--workload permutation] [--size 1MB] [--acks]
+A rate "auto" is the fabric's auto rate for the run's payload and ACK
+setting (what the presets use; "auto:0.75" three quarters of it), so that
+`--rates auto --size 4MB --acks --scheme reps` measures what a preset's
+cell of that kind gets on its first try.
+
+Usage: sudo .venv/bin/python bench/validity.py [--k 4] [--topology fattree] [--rates 50mbit,100mbit|auto]
+         [--seeds 1-40] [--scheme ofan[,ecmp]] [--workload permutation] [--size 1MB] [--payload 4096] [--acks]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
 import time
 from collections import Counter
 from contextlib import ExitStack
+from fractions import Fraction
 from typing import Any
 
 from testbed.dataplane.schemes import Scheme
+from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
+from testbed.run.sweep import Matrix
+from testbed.topology import FatTree
 from testbed.topology.units import format_rate, parse_rate, parse_size
+from traffic.packet import DEFAULT_PAYLOAD
 
 
 def int_list(text: str) -> list[int]:
@@ -48,36 +59,51 @@ def cause(reason: str) -> str:
     return " ".join(words[:4])
 
 
+def _rate(text: str, tree: FatTree, payload: int, acks: bool) -> int:
+    """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload and ACK setting (times FACTOR)."""
+    if not text.startswith("auto"):
+        return parse_rate(text)
+    auto = auto_rate_bps(tree, payload, acks)
+    return auto if text == "auto" else round_down(Fraction(auto) * Fraction(text.split(":")[1]))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int_list, default=[4])
     ap.add_argument("--rates", default="50mbit,100mbit")
     ap.add_argument("--seeds", type=int_list, default=list(range(1, 41)))
-    ap.add_argument("--scheme", default="ofan")
+    ap.add_argument("--scheme", default="ofan", help="one or more, comma-separated: each run of a seed in turn")
     ap.add_argument("--workload", default="permutation")
     ap.add_argument("--size", default="1MB")
+    ap.add_argument("--payload", type=int, default=DEFAULT_PAYLOAD)
+    ap.add_argument("--topology", default="fattree")
     ap.add_argument("--acks", action="store_true")
     a = ap.parse_args()
-    rates = [parse_rate(r) for r in a.rates.split(",")]
-    scheme, size = Scheme.parse(a.scheme), parse_size(a.size)
-    out: dict[str, Any] = {"scheme": scheme.label, "workload": a.workload, "size_bytes": size, "acks": a.acks,
+    schemes, size = [Scheme.parse(x) for x in a.scheme.split(",")], parse_size(a.size)
+    out: dict[str, Any] = {"schemes": [x.label for x in schemes], "workload": a.workload, "size_bytes": size,
+                           "payload": a.payload, "acks": a.acks, "topology": a.topology,
                            "seeds": len(a.seeds), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
                            "fabrics": {}}
+    mtu = Matrix.mtu_for(a.payload)
     for k in a.k:
+        rates = [_rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks) for r in a.rates.split(",")]
         with ExitStack() as stack:
-            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}")))
+            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology,
+                                                             mtu=mtu)))
                     for i, r in enumerate(rates)}
             runs: dict[int, list[dict[str, Any]]] = {r: [] for r in rates}
             for seed in a.seeds:
-                for r, fab in fabs.items():
-                    res = run(fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks)).to_json()
+                for (r, fab), scheme in itertools.product(fabs.items(), schemes):
+                    res = run(fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks,
+                                             payload=a.payload)).to_json()
                     f = res["fidelity"]
-                    runs[r].append({"seed": seed, "valid": f["valid"], "reasons": f["reasons"],
+                    runs[r].append({"seed": seed, "scheme": scheme.label, "valid": f["valid"], "reasons": f["reasons"],
                                     "cct_increase": res["cct_increase"], "cpu_busiest": f["cpu_busiest"],
                                     "cpu_busiest_window": f["cpu_busiest_window"]})
-                    print(f"k={k} {format_rate(r)} seed {seed}: {'valid' if f['valid'] else f['reasons']}",
+                    print(f"k={k} {format_rate(r)} {scheme.label} seed {seed}: "
+                          f"{'valid' if f['valid'] else f['reasons']}",
                           file=sys.stderr, flush=True)
-            out["fabrics"][f"fattree k={k}"] = {
+            out["fabrics"][f"{a.topology} k={k}"] = {
                 format_rate(r): {"tries": len(rs), "valid": sum(x["valid"] for x in rs),
                                  "share": sum(x["valid"] for x in rs) / len(rs),
                                  "causes": dict(Counter(cause(x) for r_ in rs for x in r_["reasons"])),

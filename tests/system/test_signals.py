@@ -45,11 +45,14 @@ def ended(proc: subprocess.Popen[str], sig: int, code: int, word: str) -> None:
     assert time.monotonic() - t0 < 30
 
 
+@pytest.mark.parametrize("held", ["fabric", "machine"])
 @pytest.mark.parametrize(("sig", "code", "word"), SIGNALS, ids=["SIGINT", "SIGTERM"])
-def test_a_run_waiting_for_the_lock_ends(sig: int, code: int, word: str) -> None:
+def test_a_run_waiting_for_the_lock_ends(sig: int, code: int, word: str, held: str) -> None:
+    """Another holder has the fabric's own lock, or the machine's (a run under another prefix)."""
     p = "tg"
-    os.makedirs(os.path.dirname(lock.path(p)), exist_ok=True)
-    fd = os.open(lock.path(p), os.O_RDWR | os.O_CREAT, 0o644)
+    name = p if held == "fabric" else lock.MACHINE
+    os.makedirs(os.path.dirname(lock.path(name)), exist_ok=True)
+    fd = os.open(lock.path(name), os.O_RDWR | os.O_CREAT, 0o644)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another holder
     proc = start("run", "--workload", "permutation", "--size", "64KB", "--wait", "--prefix", p)
     try:

@@ -59,11 +59,12 @@ def cause(reason: str) -> str:
     return " ".join(words[:4])
 
 
-def _rate(text: str, tree: FatTree, payload: int, acks: bool) -> int:
-    """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload and ACK setting (times FACTOR)."""
+def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool) -> int:
+    """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload, ACK setting and kind of scheme
+    (a sweep's, derated if a host scheme is among them), times FACTOR."""
     if not text.startswith("auto"):
         return parse_rate(text)
-    auto = auto_rate_bps(tree, payload, acks)
+    auto = auto_rate_bps(tree, payload, acks, host_lb)
     return auto if text == "auto" else round_down(Fraction(auto) * Fraction(text.split(":")[1]))
 
 
@@ -86,7 +87,7 @@ def main() -> int:
                            "fabrics": {}}
     mtu = Matrix.mtu_for(a.payload)
     for k in a.k:
-        rates = [_rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks) for r in a.rates.split(",")]
+        rates = [_rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes)) for r in a.rates.split(",")]
         with ExitStack() as stack:
             fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology,
                                                              mtu=mtu)))

@@ -231,21 +231,22 @@ def topology_of(a: argparse.Namespace, st: state.FabricState | None) -> str:
     return str(a.topology or "fattree")
 
 
-def resolve_rate(requested: int | None, tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False) -> int:
+def resolve_rate(requested: int | None, tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False,
+                 host_lb: bool = False) -> int:
     """The line rate of a fabric about to be built: the one asked for, or the auto rate (also when none is)."""
     if requested is None or requested == AUTO_RATE:
-        return auto_rate_bps(tree, payload, acks)
+        return auto_rate_bps(tree, payload, acks, host_lb)
     return requested
 
 
 def check_rate_of_fabric_up(requested: int | None, st: state.FabricState, tree: FatTree, payload: int,
-                            acks: bool) -> None:
+                            acks: bool, host_lb: bool = False) -> None:
     """A --rate given for a run on the fabric that is up must agree with it: a number must be its rate, auto
     must not be below it (ACKs double the packets)."""
     if requested is None:
         return
     if requested == AUTO_RATE:
-        auto = auto_rate_bps(tree, payload, acks)
+        auto = auto_rate_bps(tree, payload, acks, host_lb)
         if st.rate_bps > auto:
             raise RunError(f"the fabric that is up runs at {format_rate(st.rate_bps)}, above the auto rate "
                            f"{format_rate(auto)} of this run{' (ACKs double the packets)' if acks else ''}; "

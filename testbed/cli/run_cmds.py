@@ -196,9 +196,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     params = _run_params(a, scheme)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
     if st is not None:
-        args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks)
+        args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
     params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
-    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, a.payload, a.acks)
+    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
     params.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
     if a.events:
         from ..run.faults import parse_timeline
@@ -261,9 +261,10 @@ def cmd_compare(a: argparse.Namespace) -> int:
     for c in configs:
         c.validate(FatTree(k).switch_ports)
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
+    host_lb = any(c.scheme.is_host for c in configs)
     if st is not None:
-        args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks)
-    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, acks=a.acks)
+        args.check_rate_of_fabric_up(a.rate, st, tree, DEFAULT_PAYLOAD, a.acks, host_lb)
+    rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, acks=a.acks, host_lb=host_lb)
     for c in configs:  # every cell's parameters are valid before anything is touched
         p0 = RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
                        buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a))

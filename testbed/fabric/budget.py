@@ -11,7 +11,9 @@ what each point is). The budget of a fabric is interpolated linearly in its
 number of hosts between measured sizes (held at the nearest beyond them),
 and the auto rate spreads it over the hosts: hosts x rate / frame bits =
 budget, rounded down to two significant digits (k=4: 50 Mbit/s, k=12:
-1.5 Mbit/s, k=16: 640 kbit/s, leaf-spine k=64: 290 kbit/s).
+1.5 Mbit/s, k=16: 640 kbit/s, leaf-spine k=64: 290 kbit/s). Runs that cost
+more per packet than the budget's were measured apart and get a factor below
+it (packet_budget.json's "derated": host schemes with ACKs from 128 hosts).
 """
 
 from __future__ import annotations
@@ -62,8 +64,23 @@ def round_down(bps: Fraction, digits: int = 2) -> int:
     return int(math.floor(bps / scale) * scale)
 
 
-def auto_rate_bps(tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False) -> int:
+def derating(tree: FatTree, acks: bool, host_lb: bool) -> Fraction:
+    """The measured factor below the budget for runs that cost more CPU per packet than the budget's (a host
+    scheme's NIC program handling every ACK, on large fabrics): packet_budget.json's "derated" entries."""
+    factor = Fraction(1)
+    for d in _measured().get("derated", []):
+        if (d["schemes"] == "host" and not host_lb) or (d["acks"] and not acks):
+            continue
+        if d["topology"] == tree.kind and tree.n_hosts >= d["min_hosts"]:
+            factor = min(factor, Fraction(str(d["factor"])))
+    return factor
+
+
+def auto_rate_bps(tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False, host_lb: bool = False) -> int:
     """The line rate at which every host sending at line rate (with an ACK per packet, if `acks`) keeps the
-    fabric's host packets within its budget (frames counted with the wire's overhead, as the links charge them)."""
+    fabric's host packets within its budget (frames counted with the wire's overhead, as the links charge them),
+    derated where a host scheme (`host_lb`) was measured to need it."""
     per_host = host_packets_per_s(tree) / tree.n_hosts / (2 if acks else 1)
-    return round_down(per_host * (payload + FRAME_OVERHEAD + WIRE_EXTRA) * 8)
+    rate = round_down(per_host * (payload + FRAME_OVERHEAD + WIRE_EXTRA) * 8)
+    factor = derating(tree, acks, host_lb)  # of the rounded rate, as bench/validity.py's auto:FACTOR measured it
+    return rate if factor == 1 else round_down(rate * factor)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from ..fabric.budget import auto_rate_bps
 from ..topology import FatTree
 from .sweep import Matrix
 
@@ -123,7 +122,7 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
     times longer), plus about half a second of set-up per run and a build per fabric."""
     total = 0.0
     for k in m.ks:
-        rate = m.rate_for(k) if m.rate_bps else auto_rate_bps(FatTree(k, "est", m.topology), min(m.payloads), m.with_acks)
+        rate = m.rate_for(k)
         total += 2.0 + 0.3 * k
         for c in m.cells():
             if c.k != k:

@@ -167,10 +167,11 @@ class Matrix:
 
     def rate_for(self, k: int) -> int:
         """The line rate of the k fabric: as given, or the auto rate of its smallest payload (the most
-        packets per second), counting the ACKs."""
+        packets per second), counting the ACKs, derated if a host scheme is in the matrix."""
         if self.rate_bps:
             return self.rate_bps
-        auto = auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks)
+        auto = auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks,
+                             any(c.scheme.is_host for c in self.configs()))
         return auto if self.rate_factor == 1 else round_down(Fraction(auto) * Fraction(self.rate_factor))
 
 

@@ -20,6 +20,22 @@ def test_auto_rate_gives_the_measured_configurations_their_own_rates_back() -> N
     assert budget.auto_rate_bps(FatTree(4), acks=True) == 25_000_000  # an ACK per packet: twice the packets
 
 
+def test_host_schemes_with_acks_are_derated_where_measured() -> None:
+    """packet_budget.json's "derated": REPS with ACKs at k=8 was valid at 0.75 of the auto rate, not at it."""
+    k8, k4 = FatTree(8), FatTree(4)
+    assert budget.auto_rate_bps(k8, acks=True) == 4_600_000
+    assert budget.auto_rate_bps(k8, acks=True, host_lb=True) == 3_400_000  # bench/validity.py's auto:0.75
+    assert budget.auto_rate_bps(k4, acks=True, host_lb=True) == budget.auto_rate_bps(k4, acks=True)  # 16 hosts
+    assert budget.auto_rate_bps(k8, host_lb=True) == budget.auto_rate_bps(k8)  # no ACKs: nothing measured
+
+
+def test_a_sweep_with_a_host_scheme_takes_the_derated_rate() -> None:
+    from testbed.run.sweep import Matrix
+    with_reps = Matrix(schemes=("ecmp", "reps"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
+    without = Matrix(schemes=("ecmp", "ofan"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
+    assert with_reps.rate_for(8) < without.rate_for(8) == budget.auto_rate_bps(FatTree(8), acks=True)
+
+
 def test_auto_rate_between_measured_sizes_interpolates_the_budget() -> None:
     for kind, k in (("fattree", 6), ("fattree", 10), ("fattree", 14), ("leafspine", 24), ("leafspine", 48)):
         tree = FatTree(k, "tb", kind)

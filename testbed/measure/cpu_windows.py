@@ -120,6 +120,7 @@ class Sampler:
         self.period_s = period_s
         self.samples: list[Sample] = []
         self._files = _cpuidle_files(len(_stat_idle()))
+        self.exact = self._files is not None  # cpuidle's clock: WINDOW_S windows; else FALLBACK_WINDOW_S
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-windows", daemon=True)
 

@@ -217,11 +217,38 @@ class Cell:
 
 
 # -- the rows ----------------------------------------------------------------
-FIDELITY_FIELDS = ("valid", "pacing_error_max", "saturated_service_min", "softnet_drops", "cpu_busy", "cpu_busiest",
-                   "cpu_steal", "start_skew_pkts", "nic_burst_pkts", "nic_stall_pkts", "nic_dry_pkts",
-                   "nic_late_pkts",
-                   "timing_excess_share", "max_giveups", "outside_cpu", "cpu_busiest_window")
+TRANSPORT_FIELDS = ("ack_late_p50_pkts", "ack_late_p99_pkts", "ack_late_max_pkts", "send_late_p50_pkts",
+                    "send_late_p99_pkts", "send_late_max_pkts", "ring_overflow", "incomplete_flows")
 SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
+
+
+def fidelity_columns(f: dict[str, Any]) -> dict[str, Any]:
+    """The verdict's columns of a results.parquet row: every one-number figure of `run --json`'s fidelity (each
+    criterion's, and what is reported beside them), the delivery balance, the qdisc timers', the transport's
+    lateness and the run's place in the ideal fabric's distribution (NaN where a run has none)."""
+    nan = float("nan")
+    row: dict[str, Any] = {f"fidelity_{k}": v for k, v in f.items()
+                           if isinstance(v, (bool, int, float, str)) and k != "reasons"}
+    row["fidelity_reasons"] = "; ".join(f["reasons"])
+    for name, v in f["delivery"].items():  # the delivery balance
+        row[f"fidelity_delivery_{name}"] = v
+    timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers
+    for name in ("max_s", "mean_s", "fired", "over_100us"):
+        row[f"fidelity_timer_late_{name}" if name.endswith("_s") else f"fidelity_timers_{name}"] = (
+            float(timers[name]) if name in timers else nan)
+    window = f.get("cpu_busiest_window_detail") or {}
+    row["fidelity_cpu_busiest_window_s"] = float(window.get("window_s", nan))
+    placed = f.get("ideal") or {}  # the ideal fabric's distribution
+    on = bool(placed.get("placed"))
+    for name in ("z", "percentile", "limit"):
+        row[f"fidelity_ideal_cct_{name}"] = float(placed[f"cct_increase_{name}"]) if on else nan
+    for stage in SWITCH_STAGES:  # each stage's largest queue against the ideal fabric's limit for it
+        q = (placed.get("queues") or {}).get(stage) if on else None
+        row[f"fidelity_ideal_queue_{stage}_limit"] = float(q["limit"]) if q else nan
+    t = f.get("transport") or {}  # transport (--cc) runs: how late it acted
+    for name in TRANSPORT_FIELDS:
+        row[f"fidelity_transport_{name}"] = float(t[name]) if name in t else nan
+    return row
 
 
 def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_links: list[str]) -> dict[str, Any]:
@@ -240,19 +267,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
         row[f"overload_{stage}"] = float(v)
     for name, v in r["drops_detail"].items():
         row[f"drops_{name}"] = int(v)
-    f = r["fidelity"]
-    for name in FIDELITY_FIELDS:
-        row[f"fidelity_{name}"] = f[name]
-    row["fidelity_reasons"] = "; ".join(f["reasons"])
-    for name in ("unaccounted", "overcounted", "over_received", "sent", "planned"):  # the delivery balance
-        row[f"fidelity_delivery_{name}"] = int(f["delivery"][name])
-    row["fidelity_delivery_drain_complete"] = bool(f["delivery"]["drain_complete"])
-    timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers: NaN in the table
-    row["fidelity_timer_late_max_s"] = float(timers.get("max_s", float("nan")))
-    placed = f.get("ideal") or {}  # the ideal fabric's distribution: NaN where the run has no place in it
-    row["fidelity_ideal_cct_z"] = float(placed["cct_increase_z"]) if placed.get("placed") else float("nan")
-    row["fidelity_ideal_cct_percentile"] = (float(placed["cct_increase_percentile"]) if placed.get("placed")
-                                            else float("nan"))
+    row.update(fidelity_columns(r["fidelity"]))
     for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups", "delay_lost", "frozen", "freezes",
                  "explore"):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))

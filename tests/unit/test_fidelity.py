@@ -5,6 +5,7 @@ criterion, pushed just past its tolerance, invalidates it with its own reason.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -197,3 +198,37 @@ def test_outside_cpu_counts_other_processes_not_ours() -> None:
 def test_a_short_burst_of_another_process_is_left_to_the_cpu_gap_criterion() -> None:
     assert fidelity.verdict(dataclasses.replace(clean(), outside_cpu=0.11, window_s=0.045)).valid  # 5 ms in all
     assert not fidelity.verdict(dataclasses.replace(clean(), outside_cpu=0.11, window_s=1.0)).valid
+
+
+
+def test_every_figure_of_the_verdict_has_its_results_column() -> None:
+    """results.parquet carries every one-number figure of the verdict (each criterion's and those reported
+    beside them), the delivery balance, the qdisc timers', the transport's and the ideal fabric's."""
+    from testbed.measure import envelope
+    from testbed.measure.cpu_windows import Busiest
+    from testbed.measure.transport import LoopTiming
+    from testbed.run.sweep import SWITCH_STAGES, TRANSPORT_FIELDS, fidelity_columns
+
+    env = envelope.Envelope((0.070, 0.072, 0.075), {s: (2, 3, 2) for s in SWITCH_STAGES})
+    placed = envelope.place(env, 0.071, {s: 2 for s in SWITCH_STAGES}, allowance=0.001)
+    e = dataclasses.replace(clean(), timers=TimerLateness(2000, 20e-6, 5e-4, 1, 3), link_packet_time_s=1e-3,
+                            loop=LoopTiming(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0, 0, 40.0),
+                            ideal={"placed": True, **placed}, cpu_window=Busiest(0.5, 1, 0.2, 0.1))
+    f = fidelity.verdict(e).to_json()
+    row = fidelity_columns(f)
+    scalars = {k for k, v in f.items() if isinstance(v, (bool, int, float, str)) and k != "reasons"}
+    assert scalars >= {"valid", "start_skew_pkts", "pacing_error_max", "timing_excess_share", "nic_burst_pkts",
+                       "nic_stall_pkts", "saturated_service_min", "softnet_drops", "cpu_busiest_window",
+                       "outside_cpu", "max_giveups"}  # each criterion's own figure is a scalar of the verdict
+    for k in scalars:
+        assert row[f"fidelity_{k}"] == f[k]
+    for k, v in f["delivery"].items():
+        assert row[f"fidelity_delivery_{k}"] == v
+    assert row["fidelity_timer_late_max_s"] == 5e-4 and row["fidelity_timers_over_100us"] == 3
+    assert row["fidelity_cpu_busiest_window_s"] == 0.1
+    assert row["fidelity_ideal_cct_limit"] == f["ideal"]["cct_increase_limit"]
+    assert all(row[f"fidelity_ideal_queue_{s}_limit"] == f["ideal"]["queues"][s]["limit"] for s in SWITCH_STAGES)
+    assert [row[f"fidelity_transport_{n}"] for n in TRANSPORT_FIELDS] == [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0, 0]
+    paced = fidelity_columns(fidelity.verdict(clean()).to_json())  # no transport, timers or ideal: NaN, not absent
+    assert set(paced) == set(row)
+    assert math.isnan(paced["fidelity_transport_send_late_max_pkts"]) and math.isnan(paced["fidelity_ideal_cct_z"])

@@ -5,25 +5,41 @@ the same flows. Sizes are bytes of payload per flow.
 |---|---|---|
 | permutation | a uniformly random derangement; `inter_pod` forces every flow across pods | sections 3, 6; Fig. 3 |
 | all-to-all | every host to every other host, SIZE each; hosts serve their flows round-robin | section 2.2 |
-| ring / fsdp | host i to host (i + G) mod n, G = GPUs per server (hierarchical ring) | section 6.7 |
+| ring / fsdp | GPU i to GPU (i + G) mod n, G = GPUs per server (hierarchical ring); fsdp places the servers at random | section 6.7 |
 | stride | host i to host (i + S) mod n | classic fat-tree pattern |
 | moe | all-to-all-v: a traffic matrix from a file, or a skewed built-in one | section 6.6 |
 | incast | `fan_in` random senders to one random receiver | - |
 | cm | a flow list in htsim's connection-matrix format (`flows`), flows starting at their own times | - |
 
-The built-in MoE matrix gives every host SIZE x (n - 1) bytes to send,
-split over the receivers in proportion to their weights: one random "hot"
-receiver is weighted so that it receives `hot_factor` times the mean, the
-others equally. With `eplb_replicas` R > 1 the hot receiver's load is spread
-over R hosts, as replicating a popular expert does (EPLB).
+The built-in MoE workload is the dispatch of section 6.6, synthetic where
+the paper used a trace: one expert per GPU (host), experts placed on the
+GPUs at random; every GPU routes the same number of tokens, spread over the
+experts by their popularity; dispatch is hierarchical over servers of G GPUs
+(G = gpus_per_server): a GPU sends the tokens for a remote server to its
+same-rank peer there, one flow, which forwards them inside the server (that
+hop and every intra-server token stay off the fabric). SIZE is the mean
+bytes of such a flow. What is synthetic: the popularity, drawn per seed as
+(z_e u_se)^beta with z_e and u_se log-normal (sigma 1 and 0.3: experts'
+popularity, and each GPU's own routing noise), beta chosen by bisection so
+that the busiest GPU receives exactly `skew` times the mean over the
+fabric: 1.48 by default, the paper's trace. With `eplb` every GPU holds two
+expert slots (DeepSeek's EPLB): each expert one, the other n go one by one
+to the expert with the most load per replica, a replica's tokens are an
+equal share of its expert's, and slots are packed heaviest first onto the
+GPU with the least load; the default skew is then 1.13, the paper's with
+EPLB. A real trace's GPU-to-GPU matrix goes in with `matrix` (its entries
+are sent as they are, without the hierarchy).
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 WORKLOADS = ("permutation", "all-to-all", "ring", "fsdp", "stride", "moe", "incast", "cm")
 
@@ -51,11 +67,12 @@ class WorkloadSpec:
     gpus_per_server: int = 8
     stride: int = 0  # 0: hosts per pod
     matrix: str | None = None  # MoE: path of an n x n CSV or NPY matrix of bytes
-    hot_factor: float = 1.5
-    eplb_replicas: int = 1
+    skew: float = 0.0  # MoE: the busiest GPU's fabric bytes over the mean; 0: MOE_SKEW, or MOE_SKEW_EPLB with eplb
+    eplb: bool = False  # MoE: two expert slots per GPU, popular experts replicated (section 6.6)
     order: str = "staggered"  # all-to-all, moe: the order in which each host serves its destinations
     flows_file: str | None = None  # cm: htsim connection matrix
     cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
+    per_host: bool = False  # all-to-all: size_bytes is each host's total, split evenly over its n - 1 flows
 
     def __post_init__(self) -> None:
         if self.name not in WORKLOADS:
@@ -70,12 +87,14 @@ class WorkloadSpec:
             raise WorkloadError(f"gpus per server must be >= 1, got {self.gpus_per_server}")
         if self.stride < 0:
             raise WorkloadError(f"stride must be >= 1, got {self.stride}")
-        if self.hot_factor < 1:
-            raise WorkloadError(f"hot-receiver factor must be >= 1, got {self.hot_factor}")
+        if self.skew and self.skew < 1:
+            raise WorkloadError(f"MoE skew must be >= 1, got {self.skew:g}")
         if self.order not in ORDERS:
             raise WorkloadError(f"unknown order {self.order!r} (choose from {', '.join(ORDERS)})")
-        if self.eplb_replicas < 1:
-            raise WorkloadError(f"EPLB replicas must be >= 1, got {self.eplb_replicas}")
+
+    @property
+    def moe_skew(self) -> float:
+        return self.skew or (MOE_SKEW_EPLB if self.eplb else MOE_SKEW)
 
 
 ORDERS = ("staggered", "sorted")
@@ -129,24 +148,142 @@ def _flows(pairs: list[tuple[int, int, int]]) -> list[Flow]:
     return [Flow(i + 1, s, d, b) for i, (s, d, b) in enumerate(pairs) if b > 0 and s != d]
 
 
-def moe_matrix(n: int, size_bytes: int, rng: random.Random, hot_factor: float, replicas: int) -> list[list[int]]:
-    if hot_factor >= n:
-        raise WorkloadError(f"hot-receiver factor must be below the number of hosts ({n})")
-    if replicas > n:
-        raise WorkloadError(f"EPLB replicas must be at most the number of hosts ({n})")
-    # one hot receiver weighted x with x / mean(w) = hot_factor, the rest 1
-    x = hot_factor * (n - 1) / (n - hot_factor)
-    weights = [1.0] * n
-    hosts = list(range(n))
-    rng.shuffle(hosts)
-    for h in hosts[:replicas]:  # EPLB: the hot expert's load spread over `replicas` hosts
-        weights[h] = 1.0 + (x - 1.0) / replicas
-    total = size_bytes * (n - 1)
-    m = []
-    for s in range(n):
-        denom = sum(w for d, w in enumerate(weights) if d != s)
-        m.append([0 if d == s else int(round(total * weights[d] / denom)) for d in range(n)])
-    return m
+MOE_SKEW, MOE_SKEW_EPLB = 1.48, 1.13  # section 6.6: the busiest GPU's fabric bytes over the mean
+_POPULARITY_SIGMA, _NOISE_SIGMA = 1.0, 0.3
+
+
+def _eplb_slots(load: Sequence[float], n_gpus: int, rng: random.Random) -> list[list[tuple[int, float]]]:
+    """EPLB with two slots per GPU: per GPU, its slots as (expert, share of that expert's tokens)."""
+    n = len(load)
+    replicas = [1] * n
+    spare = [(-load[e], e) for e in range(n)]  # the spare slots, one by one, to the most load per replica
+    heapq.heapify(spare)
+    for _ in range(2 * n_gpus - n):
+        _, e = heapq.heappop(spare)
+        replicas[e] += 1
+        heapq.heappush(spare, (-load[e] / replicas[e], e))
+    slots = sorted(((load[e] / replicas[e], e) for e in range(n) for _ in range(replicas[e])), reverse=True)
+    gpus: list[list[tuple[int, float]]] = [[] for _ in range(n_gpus)]
+    order = list(range(n_gpus))
+    rng.shuffle(order)  # ties between equally loaded GPUs broken at random
+    free = [(0.0, rank, gpu) for rank, gpu in enumerate(order)]  # GPUs with a free slot, least loaded first
+    heapq.heapify(free)
+    for w, e in slots:  # heaviest first
+        held, rank, gpu = heapq.heappop(free)
+        gpus[gpu].append((e, 1.0 / replicas[e]))
+        if len(gpus[gpu]) < 2:
+            heapq.heappush(free, (held + w, rank, gpu))
+    return gpus
+
+
+def _moe_fabric(pop: Any, placed: Any, g: int) -> Any:
+    """Bytes (unscaled) each GPU sends each other over the fabric, an n x n array: its tokens for every remote
+    server, to its same-rank peer there. pop[s, e]: the share of GPU s's tokens for expert e; placed[e, gpu]:
+    the share of expert e's tokens that GPU holds."""
+    import numpy as np
+
+    n = pop.shape[0]
+    servers = n // g
+    to_gpu = pop @ placed  # s -> GPU holding the tokens
+    to_server = to_gpu.reshape(n, servers, g).sum(axis=2)  # s -> server
+    out = np.zeros((n, n))
+    src = np.arange(n)
+    for srv in range(servers):
+        remote = src // g != srv
+        out[src[remote], srv * g + src[remote] % g] = to_server[remote, srv]
+    return out
+
+
+def _skew(m: Any) -> float:
+    """The busiest receiver's bytes over the mean (rows: senders, columns: receivers)."""
+    import numpy as np
+
+    recv = np.asarray(m, dtype=float).sum(axis=0)
+    mean = float(recv.mean())
+    return float(recv.max()) / mean if mean > 0 else 1.0
+
+
+def moe_dispatch(n: int, size_bytes: int, rng: random.Random, gpus_per_server: int, skew: float,
+                 eplb: bool) -> list[list[int]]:
+    """The fabric's bytes from GPU to GPU of one hierarchical MoE dispatch (see the module's doc)."""
+    import numpy as np
+
+    g = gpus_per_server
+    if n % g or n // g < 2:
+        raise WorkloadError(f"MoE dispatch needs at least two whole servers of {g} GPUs, got {n} hosts "
+                            f"(--gpus-per-server)")
+    if skew < 1:
+        raise WorkloadError(f"MoE skew must be >= 1, got {skew:g}")
+    z = np.array([rng.lognormvariate(0.0, _POPULARITY_SIGMA) for _ in range(n)])
+    u = np.array([[rng.lognormvariate(0.0, _NOISE_SIGMA) for _ in range(n)] for _ in range(n)])
+    log_w = np.log(z[None, :] * u)
+    experts = list(range(n))
+    rng.shuffle(experts)  # without EPLB: expert e on GPU experts[e]
+    place_seed = rng.random()  # EPLB's ties
+
+    def popularity(beta: float) -> Any:
+        w = np.exp(beta * (log_w - log_w.max(axis=1, keepdims=True)))
+        return w / w.sum(axis=1, keepdims=True)
+
+    def placement(beta: float) -> Any:
+        placed = np.zeros((n, n))
+        if not eplb:
+            placed[np.arange(n), experts] = 1.0
+            return placed
+        for gpu, held in enumerate(_eplb_slots(popularity(beta).sum(axis=0).tolist(), n, random.Random(place_seed))):
+            for e, share in held:
+                placed[e, gpu] += share
+        return placed
+
+    def skew_at(beta: float, placed: Any) -> float:
+        return _skew(_moe_fabric(popularity(beta), placed, g))
+
+    def bisect(f: Any, lo: float, hi: float, steps: int = 40) -> float:
+        """Where f crosses the skew between lo and hi (f(lo) and f(hi) on either side)."""
+        up = f(lo) < skew
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if (f(mid) < skew) == up else (lo, mid)
+        return hi
+
+    if not eplb:
+        # one placement: the skew grows with beta from 1 (beta 0: every expert equally popular) and falls
+        # again once a few experts take every token; the first grid point that reaches it brackets it
+        placed = placement(0.0)
+        grid = [0.0] + [0.125 * 2 ** (i / 2) for i in range(17)]  # up to 32
+        seen = [skew_at(b, placed) for b in grid]
+        hit = next((i for i, v in enumerate(seen) if v >= skew), None)
+        if hit is None:
+            raise WorkloadError(f"MoE skew {skew:g} is beyond what {n} GPUs in servers of {g} can show "
+                                f"({max(seen):.2f} at most)")
+        beta = bisect(lambda b: skew_at(b, placed), grid[max(hit - 1, 0)], grid[hit]) if hit else 0.0
+    else:
+        # EPLB's placement changes by whole slots as the loads do, so the skew jumps by a few per cent as
+        # beta grows: from the grid points whose own placement comes nearest the skew, keep that placement
+        # and find, with it fixed (the skew then continuous), the beta within 30 % that shows it exactly
+        grid = [i / 20 for i in range(1, 121)]  # up to 6
+        near = sorted(grid, key=lambda b: abs(skew_at(b, placement(b)) - skew))
+        for b0 in near[:8]:
+            placed = placement(b0)
+            xs = [b0 * (1 + i / 50) for i in range(-15, 16)]
+            vs = [skew_at(x, placed) for x in xs]
+            cross = sorted((abs(i - 15), i) for i in range(len(xs) - 1) if (vs[i] - skew) * (vs[i + 1] - skew) <= 0)
+            if cross:
+                i = cross[0][1]
+                beta = bisect(functools.partial(lambda x, p: skew_at(x, p), p=placed), xs[i], xs[i + 1])
+                break
+        else:
+            raise WorkloadError(f"no EPLB placement of {n} GPUs in servers of {g} shows a skew of {skew:g}")
+    m = _moe_fabric(popularity(beta), placed, g)
+    scale = size_bytes * int((m > 0).sum()) / float(m.sum())  # SIZE: the mean flow
+    return [[round(b * scale) for b in row] for row in m.tolist()]
+
+
+@functools.lru_cache(maxsize=32)
+def moe_cached(n: int, size_bytes: int, seed: int, gpus_per_server: int, skew: float,
+               eplb: bool) -> list[list[int]]:
+    """moe_dispatch for a seed, kept: a run's flows are asked for more than once (checks, then the run)."""
+    return moe_dispatch(n, size_bytes, random.Random(seed), gpus_per_server, skew, eplb)
 
 
 def load_matrix(path: str, n: int) -> list[list[int]]:
@@ -180,15 +317,27 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
             perm = derangement(n, rng)
         return _flows([(i, d, size) for i, d in enumerate(perm)])
     if spec.name == "all-to-all":
+        if spec.per_host:  # a fixed total per host (Fig. 5 c): each flow its share, the remainder to the first
+            share, extra = divmod(size, n - 1)
+            return _flows([(s, d, share + (i < extra)) for s in range(n)
+                           for i, d in enumerate(destinations(s, n, spec.order))])
         return _flows([(s, d, size) for s in range(n) for d in destinations(s, n, spec.order)])
     if spec.name in ("ring", "fsdp", "stride"):
         step = spec.gpus_per_server if spec.name != "stride" else (spec.stride or hosts_per_pod)
         if step % n == 0:
             raise WorkloadError(f"step {step} is a multiple of the {n} hosts: every host would send to itself")
-        return _flows([(i, (i + step) % n, size) for i in range(n)])
+        place = list(range(n))
+        if spec.name == "fsdp":  # servers placed at random (section 6.7): logical server s on physical server
+            g = spec.gpus_per_server  # servers[s], each GPU keeping its rank
+            if n % g:
+                raise WorkloadError(f"fsdp places whole servers of {g} GPUs: {n} hosts is not a multiple")
+            servers = list(range(n // g))
+            rng.shuffle(servers)
+            place = [servers[i // g] * g + i % g for i in range(n)]
+        return _flows([(place[i], place[(i + step) % n], size) for i in range(n)])
     if spec.name == "moe":
-        m = load_matrix(spec.matrix, n) if spec.matrix else moe_matrix(n, size, rng, spec.hot_factor,
-                                                                       spec.eplb_replicas)
+        m = load_matrix(spec.matrix, n) if spec.matrix else moe_cached(n, size, spec.seed, spec.gpus_per_server,
+                                                                       spec.moe_skew, spec.eplb)
         return _flows([(s, d, m[s][d]) for s in range(n) for d in destinations(s, n, spec.order)])
     if spec.name == "cm":
         assert spec.flows_file is not None

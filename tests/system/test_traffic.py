@@ -34,8 +34,8 @@ def fab() -> Iterator[Fabric]:
 
 
 WORKLOADS = [("permutation", {}), ("permutation", {"inter_pod": True}), ("all-to-all", {}), ("ring", {}),
-             ("fsdp", {"gpus_per_server": 2}), ("stride", {}), ("moe", {"hot_factor": 2.0}),
-             ("moe", {"hot_factor": 2.0, "eplb_replicas": 2}), ("incast", {"fan_in": 3})]
+             ("fsdp", {"gpus_per_server": 2}), ("stride", {}), ("moe", {"gpus_per_server": 4}),
+             ("moe", {"gpus_per_server": 4, "eplb": True}), ("incast", {"fan_in": 3})]
 
 
 @pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])

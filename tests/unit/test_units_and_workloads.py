@@ -65,7 +65,17 @@ def test_all_to_all() -> None:
     assert {(f.src, f.dst) for f in flows} == {(s, d) for s in range(16) for d in range(16) if s != d}
 
 
-@pytest.mark.parametrize("name", ["all-to-all", "moe"])
+def test_moe_serving_order() -> None:
+    """MoE's dispatch flows, staggered by server: at every step every host has its own receiver."""
+    n, g = 16, 4
+    flows = workloads.make_spec(WorkloadSpec("moe", 4096 * 64, gpus_per_server=g), n, 4)
+    by_src: dict[int, list[int]] = {}
+    for f in flows:
+        by_src.setdefault(f.src, []).append(f.dst)
+    assert all(d == [(s + i * g) % n for i in range(1, n // g)] for s, d in by_src.items())
+
+
+@pytest.mark.parametrize("name", ["all-to-all"])
 def test_serving_order(name: str) -> None:
     """Each host's flows, in the order its sender round-robins over them: staggered by default (at every
     step every host has its own receiver), sorted on request (at every step at most two receivers)."""
@@ -86,25 +96,57 @@ def test_serving_order(name: str) -> None:
         WorkloadSpec(name, 4096, order="random")
 
 
-@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8), ("fsdp", {"gpus_per_server": 3}, 3),
+@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8), 
                                              ("stride", {}, 4), ("stride", {"stride": 5}, 5)])
 def test_ring_and_stride(name: str, param: dict[str, int], step: int) -> None:
     flows = workloads.make_spec(WorkloadSpec(name, 4096, **param), 16, 4)  # type: ignore[arg-type]
     assert [(f.src, f.dst) for f in flows] == [(i, (i + step) % 16) for i in range(16)]
 
 
-def test_moe_builtin_skew_and_eplb() -> None:
-    n, size = 16, 1 << 20
-    flows = workloads.make_spec(WorkloadSpec("moe", size, seed=3, hot_factor=1.5), n, 4)
-    sent = [sum(f.size_bytes for f in flows if f.src == h) for h in range(n)]
-    recv = [sum(f.size_bytes for f in flows if f.dst == h) for h in range(n)]
-    assert all(abs(s - size * (n - 1)) <= n for s in sent)
-    mean = sum(recv) / n
-    assert max(recv) / mean == pytest.approx(1.5, rel=0.02)
-    flat = workloads.make_spec(WorkloadSpec("moe", size, seed=3, hot_factor=1.5, eplb_replicas=2), n, 4)
-    recv2 = [sum(f.size_bytes for f in flat if f.dst == h) for h in range(n)]
-    assert max(recv2) / (sum(recv2) / n) < max(recv) / mean
-    assert sum(1 for r in recv2 if r > 1.05 * sum(recv2) / n) == 2
+def test_fsdp_places_servers_at_random() -> None:
+    """FSDP's hierarchical ring (section 6.7): GPU i to GPU i + G of the logical order, servers placed at random
+    with the seed, each GPU keeping its rank: every host sends once and receives once, to its rank on another
+    server; two seeds place differently."""
+    n, g = 32, 4
+    placed = []
+    for seed in (1, 2):
+        flows = workloads.make_spec(WorkloadSpec("fsdp", 4096, seed=seed, gpus_per_server=g), n, 8)
+        assert sorted(f.src for f in flows) == sorted(f.dst for f in flows) == list(range(n))
+        assert all(f.src % g == f.dst % g and f.src // g != f.dst // g for f in flows)
+        placed.append({(f.src, f.dst) for f in flows})
+    assert placed[0] != placed[1]
+    assert placed[0] != {(i, (i + g) % n) for i in range(n)} or placed[1] != {(i, (i + g) % n) for i in range(n)}
+    with pytest.raises(workloads.WorkloadError, match="whole servers"):
+        workloads.make_spec(WorkloadSpec("fsdp", 4096, gpus_per_server=3), 16, 4)
+
+
+@pytest.mark.parametrize(("n", "g", "eplb", "skew"), [(16, 4, False, 1.48), (16, 4, True, 1.13),
+                                                     (128, 8, False, 1.48), (128, 8, True, 1.13)])
+def test_moe_dispatch_shows_the_requested_skew(n: int, g: int, eplb: bool, skew: float) -> None:
+    """The hierarchical dispatch (section 6.6) at its default skews, the paper's: over 10 seeds the busiest GPU
+    receives the requested multiple of the mean within 2 %; every flow goes to the sender's same-rank peer on
+    another server, one per remote server; the mean flow is SIZE; seeds differ."""
+    size = 1 << 20
+    seen = []
+    for seed in range(1, 11):
+        flows = workloads.make_spec(WorkloadSpec("moe", size, seed=seed, gpus_per_server=g, eplb=eplb), n, 4)
+        recv = [sum(f.size_bytes for f in flows if f.dst == h) for h in range(n)]
+        assert max(recv) / (sum(recv) / n) == pytest.approx(skew, rel=0.02)
+        assert all(f.src % g == f.dst % g and f.src // g != f.dst // g for f in flows)
+        assert len(flows) == n * (n // g - 1)
+        assert sum(f.size_bytes for f in flows) / len(flows) == pytest.approx(size, rel=1e-3)
+        seen.append(tuple(f.size_bytes for f in flows))
+    assert len(set(seen)) == 10
+
+
+def test_moe_skew_given_and_refused() -> None:
+    flows = workloads.make_spec(WorkloadSpec("moe", 65536, seed=2, gpus_per_server=4, skew=1.3), 32, 4)
+    recv = [sum(f.size_bytes for f in flows if f.dst == h) for h in range(32)]
+    assert max(recv) / (sum(recv) / 32) == pytest.approx(1.3, rel=0.02)
+    with pytest.raises(workloads.WorkloadError, match="two whole servers"):
+        workloads.make_spec(WorkloadSpec("moe", 65536, gpus_per_server=8), 12, 4)
+    with pytest.raises(workloads.WorkloadError, match="beyond what"):
+        workloads.make_spec(WorkloadSpec("moe", 65536, gpus_per_server=8, skew=5.0), 16, 4)
 
 
 def test_moe_from_files(tmp_path: object) -> None:
@@ -133,7 +175,7 @@ def test_incast() -> None:
 
 
 @pytest.mark.parametrize("name,kw", [("allreduce", {}), ("incast", {"fan_in": 16}), ("incast", {"fan_in": 0}),
-                                     ("ring", {"gpus_per_server": 16}), ("moe", {"hot_factor": 0.5})])
+                                     ("ring", {"gpus_per_server": 16}), ("moe", {"skew": 0.5})])
 def test_bad_workloads(name: str, kw: dict[str, float]) -> None:
     with pytest.raises(workloads.WorkloadError):
         workloads.make_spec(WorkloadSpec(name, 1000, **kw), 16, 4)  # type: ignore[arg-type]

@@ -73,10 +73,13 @@ def _fixed(rows: pd.DataFrame, keep: str) -> pd.DataFrame:
 
 
 def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
-    """Every figure this sweep supports, drawn into out_dir: (caption, path)."""
+    """Every figure this sweep supports, drawn into out_dir: (caption, path). A sweep of one of the paper's
+    figures (its matrix's `figure`) gets that figure as the paper draws it first (testbed.cli.paper_figures)."""
+    from .paper_figures import draw
+
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sw.rows
-    figs: list[tuple[str, Path]] = []
+    figs: list[tuple[str, Path]] = draw(sw, out_dir)
     cct = ("cct_increase", "CCT increase over the lower bound (%)", 100.0)
     queue = ("max_queue_pkts", "largest switch queue (packets)", 1.0)
     util = ("utilisation", "utilisation (% of line rate)", 100.0)

@@ -20,7 +20,7 @@ from .figures import figures, growth_rows
 
 KEY_LABELS = {"topology": "topology", "k": "k", "workload": "workload", "size_bytes": "size", "load": "load",
               "cell_failure": "link failures", "cell_payload": "payload", "cell_cc": "congestion control",
-              "cell_label": "scheme"}
+              "cell_mix": "mix", "cell_label": "scheme"}
 
 
 def _size(v: Any) -> str:
@@ -154,6 +154,48 @@ counted.</p>
 """
 
 
+
+
+def render_figures(path: Path, panels: list[tuple[Any, str, Path]], console: Console) -> Path:
+    """DIR/report.html of `testbed paper FIG` with several panels, or of `testbed paper all`: each figure's
+    panels in order, each with its table and figures (each panel's own report is in its directory)."""
+    sections, seen = "", set()
+    for fig, panel, d in panels:
+        if fig.name not in seen:
+            seen.add(fig.name)
+            diffs = "".join(f"<li>{html.escape(x)}</li>" for x in fig.differs)
+            sections += (f'<h2 id="{html.escape(fig.name)}">{html.escape(fig.reproduces)}</h2>'
+                         + (f"<p>Differs from the paper:</p><ul>{diffs}</ul>" if diffs else ""))
+        caption = next((p.caption for p in fig.panels if p.name == panel), "")
+        try:
+            sw = load(d)
+        except Exception:  # noqa: BLE001 - a panel with no finished run yet: said on the page
+            sections += f"<h3>{html.escape(caption)}</h3><p>No finished run yet.</p>"
+            continue
+        head, body = table_rows(sw)
+        figs = figures(sw, d / "figures")
+        imgs = "".join(f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
+                       f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
+                       f"</figure>" for c, p in figs)
+        sections += f"<h3>{html.escape(caption)}</h3>{_html_table(head, body, 'summary')}{imgs}"
+    out = Path(path) / "report.html"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>testbed: the paper's figures</title>
+<style>
+body {{ font-family: sans-serif; margin: 2em; max-width: 1400px; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.85em; }}
+th, td {{ border: 1px solid #ccc; padding: 0.25em 0.5em; text-align: right; vertical-align: top; }}
+th {{ background: #eee; }}
+figure {{ margin: 1.5em 0; }} img {{ max-width: 100%; border: 1px solid #ddd; }}
+figcaption {{ font-style: italic; }}
+</style></head><body>
+<h1>The paper's figures</h1>
+{sections}
+</body></html>
+""")
+    console.print(f"report: {out}")
+    return out
 
 
 VERDICT_COLOURS = {"agrees": "#d7f5d7", "disagrees": "#f8d0d0", "not comparable": "#fff3c4", "pending": "#dde8fb",

@@ -40,14 +40,20 @@ def add_run(sub: Any) -> None:
                      help=args.RATE_HELP + " (an ephemeral fabric's; default auto, counting the ACKs of --acks)")
     run.add_argument("--fan-in", type=args.positive_int, default=2, help="incast senders (default 2)")
     run.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
-    run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G (default 8)")
+    run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G; moe: GPUs per server (default 8)")
     run.add_argument("--stride", type=args.positive_int, default=None, help="stride: host i sends to i+S (default: hosts per pod)")
     run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
     run.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")
     run.add_argument("--cm-rate", type=args.rate, default=100_000_000_000,
                      help="cm: the line rate the flow list's start times were written for (default 100gbit)")
-    run.add_argument("--hot-factor", type=float, default=1.5, help="moe: busiest receiver gets F x the mean (default 1.5)")
-    run.add_argument("--eplb", type=args.positive_int, default=1, help="moe: spread the hot receiver over R replicas")
+    run.add_argument("--skew", type=float, default=0.0,
+                     help="moe: the busiest GPU receives F x the mean over the fabric (default 1.48, 1.13 with --eplb: "
+                          "the paper's)")
+    run.add_argument("--eplb", action="store_true", help="moe: two expert slots per GPU, popular experts replicated")
+    run.add_argument("--mix", default="none",
+                     help="Fig. 11: --scheme on the LB switches this picks (random:F, pods:F drawn from --seed, agg, "
+                          "edge), --mix-base on the others; none: --scheme on every one (default)")
+    run.add_argument("--mix-base", default="ar", help="with --mix: the other switches' scheme (default ar)")
     run.add_argument("--order", choices=ORDERS, default="staggered",
                      help="all-to-all, moe: host s serves s+1, s+2, ... (staggered, default) or 0, 1, ... (sorted)")
     run.add_argument("--acks", action="store_true", help="receivers answer every data packet with a 62-byte ACK")
@@ -164,7 +170,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
     return RunParams(a.workload, a.size or 0, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
-                     hot_factor=a.hot_factor, eplb_replicas=a.eplb, order=a.order, events=a.events,
+                     moe_skew=a.skew, eplb=a.eplb, mix=a.mix, mix_base=a.mix_base, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
                      flows_file=a.flows, cm_rate_bps=a.cm_rate, propagation=a.propagation, **tp,
                      **sampled_params(a))

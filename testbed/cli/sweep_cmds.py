@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traffic.workloads import WORKLOADS
-
 from ..run.params import RunError
 from . import args
 from .run_cmds import add_ecn, add_sampled, add_wait, sampled_params
@@ -62,7 +60,23 @@ def names(what: str, allowed: tuple[str, ...], text: str) -> tuple[str, ...]:
 
 
 def workloads(text: str) -> tuple[str, ...]:
-    return names("workload", WORKLOADS, text)
+    from ..run.sweep import SWEEP_WORKLOADS
+
+    return names("workload", SWEEP_WORKLOADS, text)
+
+
+def mixes(text: str) -> tuple[str, ...]:
+    from ..dataplane.schemes import SchemeError, check_mix
+
+    vals = tuple(x.strip() for x in text.split(",") if x.strip())
+    try:
+        for v in vals:
+            check_mix(v)
+    except SchemeError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    if not vals:
+        raise argparse.ArgumentTypeError("at least one mix")
+    return vals
 
 
 def ccs(text: str) -> tuple[str, ...]:
@@ -101,6 +115,13 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--buffer", type=args.size, default=None,
                     help="bytes per switch port (default 800KB with a CCA, unlimited without)")
     sw.add_argument("--retries", type=int, default=2, help="re-run invalid cells up to N times (default 2)")
+    sw.add_argument("--mixes", type=mixes, default=("none",),
+                    help="Fig. 11's mixed deployments, comma-separated: each scheme on none (every LB switch), "
+                         "random:F, pods:F (drawn from the seed), agg or edge, --mix-base on the others "
+                         "(default none)")
+    sw.add_argument("--mix-base", default="ar", help="the scheme of the switches a mix leaves out (default ar)")
+    sw.add_argument("--gpus-per-server", type=args.positive_int, default=8,
+                    help="ring, fsdp, moe: GPUs per server (default 8)")
     args.add_propagation(sw)
     args.add_wire_overhead(sw)
     args.add_ack_priority(sw)
@@ -124,13 +145,15 @@ def matrix_of(a: argparse.Namespace) -> Any:
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
                   a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
                   propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority,
-                  rate_factor=a.rate_factor or 1.0)
+                  rate_factor=a.rate_factor or 1.0, gpus_per_server=a.gpus_per_server, mixes=a.mixes,
+                  mix_base=a.mix_base)
 
 
 def describe(row: dict[str, Any]) -> str:
     verdict = "valid" if row["fidelity_valid"] else "[red]INVALID[/]"
     cc = f" {row['cc']}" if row.get("cc", "none") != "none" else ""
-    return (f"k={row['k']} {row['scheme']}{cc} {row['size_bytes'] // 1024} KB load {row['load']:g} s{row['seed']}: "
+    mix = f" mix {row['cell_mix']}" if row.get("cell_mix", "none") != "none" else ""
+    return (f"k={row['k']} {row.get('cell_label', row['scheme'])}{mix}{cc} {row['size_bytes'] // 1024} KB load {row['load']:g} s{row['seed']}: "
             f"{100 * row['cct_increase']:+.2f} % {verdict}")
 
 
@@ -197,16 +220,18 @@ def can_run(a: argparse.Namespace) -> None:
 def add_paper(sub: Any) -> None:
     from ..run.paper import NAMES
 
-    pp = sub.add_parser("paper", help="reproduce one of the paper's figures (a sweep and its report), list them, or "
-                                      "check the paper's claims")
-    pp.add_argument("figure", choices=["list", "claims", *NAMES],
-                    help="list, claims (every quantitative claim, one check each), or the figure to reproduce")
+    pp = sub.add_parser("paper", help="reproduce the paper's figures (a sweep per panel and a report), list them, "
+                                      "or check the paper's claims")
+    pp.add_argument("figure", choices=["list", "claims", "all", *NAMES],
+                    help="list, claims (every quantitative claim, one check each), all (every figure), or the "
+                         "figure to reproduce")
     pp.add_argument("--claims", default=None, metavar="C1,C5,...",
                     help="claims: only these (default every claim; 'testbed paper claims' lists them in claims.md)")
     pp.add_argument("--scale", choices=("quick", "paper"), default="quick",
                     help="quick: k=4 and minutes (default); paper: the paper's configuration where this machine "
                          "carries it, hours")
-    pp.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/paper-FIG-SCALE)")
+    pp.add_argument("--out", type=Path, default=None,
+                    help="the figure's directory (default results/paper-FIG-SCALE; all: results/paper-all-SCALE)")
     pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
     pp.add_argument("--doc", type=Path, default=None, metavar="PAGE",
                     help="claims: also put claims.md into PAGE between its generation markers, keeping the "
@@ -217,40 +242,71 @@ def add_paper(sub: Any) -> None:
     pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
 
 
-def cmd_paper(a: argparse.Namespace) -> int:
-    from rich.table import Table
+def paper_list(width: int = 80) -> str:
+    """`testbed paper list`: every figure, its runs and wall time at both scales, and what differs from the paper
+    and why, wrapped to `width` columns."""
+    import textwrap
 
-    from ..run.paper import estimate_s, figures, matrix
+    from ..run.paper import figure_estimate_s, figures
+
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest) or [first.rstrip()]
+
+    out = ["The paper's figures: testbed paper FIG [--scale quick|paper], or all", ""]
+    total = {"quick": 0.0, "paper": 0.0}
+    for f in figures().values():
+        est = {sc: figure_estimate_s(f, sc) for sc in total}
+        for sc in total:
+            total[sc] += est[sc]
+        out += wrap(f.reproduces, f"{f.name:<6}", " " * 6)
+        out += wrap("; ".join(p.caption for p in f.panels), "      what: ", " " * 12)
+        out += wrap(f"{f.cells('quick')} quick (~{est['quick'] / 60:.0f} min), {f.cells('paper')} paper "
+                    f"(~{est['paper'] / 3600:.1f} h)", "      runs: ", " " * 12)
+        for i, d in enumerate(f.differs or ("nothing: as the paper runs it",)):
+            out += wrap(d, "      differs: " if i == 0 else " " * 15, " " * 15)
+        out.append("")
+    out.append(f"all: ~{total['quick'] / 60:.0f} min quick, ~{total['paper'] / 3600:.1f} h paper (estimates at "
+               f"this machine's packet budget)")
+    return "\n".join(out)
+
+
+def cmd_paper(a: argparse.Namespace) -> int:
+    from ..run.paper import NAMES, figure_estimate_s, figures
 
     if a.figure == "claims":
         return cmd_claims(a)
     if a.claims is not None or a.doc is not None:
         raise RunError(f"{'--claims' if a.claims is not None else '--doc'} goes with 'testbed paper claims'")
-    figs = figures()
     if a.figure == "list":
-        t = Table(title="the paper's figures (testbed paper FIG [--scale quick|paper])")
-        for col in ("figure", "reproduces", "runs quick / paper", "wall time here, quick / paper", "not here"):
-            t.add_column(col)
-        for f in figs.values():
-            t.add_row(f.name, f.reproduces, f"{len(f.quick.cells())} / {len(f.paper.cells())}",
-                      f"~{estimate_s(f.quick) / 60:.0f} min / ~{estimate_s(f.paper) / 3600:.1f} h", f.missing or "-")
-        args.console().print(t)
+        print(paper_list())
         return 0
-    a.out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
-    m = dataclasses.replace(matrix(a.figure, a.scale), propagation=a.propagation.label,
-                            rate_factor=a.rate_factor or 1.0)
+    names = list(NAMES) if a.figure == "all" else [a.figure]
+    out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
+    figs = figures()
+    con = args.console()
+    dirs = {}  # every panel's directory and matrix, checked (and refused if another sweep's) before any run
     from ..run.sweep import SweepDir, run_local
 
-    d = SweepDir(a.out, m)
-    con = args.console()
-    con.print(f"{figs[a.figure].reproduces}: {len(m.cells())} runs at --scale {a.scale}, about "
-              f"{estimate_s(m) / 60:.0f} min here")
-    if d.pending():
+    for name in names:
+        base = out / name if a.figure == "all" else out
+        for panel, m in figs[name].matrices(a.scale).items():
+            m = dataclasses.replace(m, propagation=a.propagation.label, rate_factor=a.rate_factor or 1.0)
+            dirs[(name, panel)] = SweepDir(base / panel if panel else base, m)
+    total = sum(len(d.matrix.cells()) for d in dirs.values())
+    pending = sum(len(d.pending()) for d in dirs.values())
+    con.print(f"{', '.join(names) if len(names) < 4 else f'{len(names)} figures'}: {total} runs at --scale "
+              f"{a.scale} ({total - pending} done already), about "
+              f"{sum(figure_estimate_s(figs[n], a.scale) for n in names) / 60:.0f} min here")
+    if pending:
         can_run(a)
+    for (name, panel), d in dirs.items():
+        if not d.pending():
+            continue
+        label = f"{name}{panel}"
 
-        def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
+        def progress(done: int, n: int, row: dict[str, Any] | None, label: str = label) -> None:
             if row is not None:
-                args.console(stderr=True).print(f"[{done}/{total}] {describe(row)}")
+                args.console(stderr=True).print(f"[{label} {done}/{n}] {describe(row)}")
 
         if a.cluster is not None:
             from ..run.cluster import run_ray
@@ -258,11 +314,15 @@ def cmd_paper(a: argparse.Namespace) -> int:
             run_ray(d, "auto" if a.cluster == "ray" else a.cluster, progress)
         else:
             run_local(d, a.prefix, progress, wait=a.wait)
-    from .report import render
+    from .report import render, render_figures
 
-    render(a.out, console=con)
-    if figs[a.figure].missing:
-        con.print(f"[yellow]not reproduced here:[/] {figs[a.figure].missing}")
+    for (name, panel), d in dirs.items():
+        render(d.path, console=con)
+    if a.figure == "all" or len(dirs) > 1:
+        render_figures(out, [(figs[n], panel, d.path) for (n, panel), d in dirs.items()], con)
+    for name in names:
+        for diff in figs[name].differs:
+            con.print(f"[yellow]{name} differs from the paper:[/] {diff}")
     return 0
 
 

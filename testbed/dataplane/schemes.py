@@ -122,6 +122,17 @@ class SchemeConfig:
             return self.scheme.label
         return "pofan-cpu" if self.pipe_size == PIPES_PER_CPU else f"{self.pipe_size}ofan"
 
+    @classmethod
+    def parse(cls, item: str) -> SchemeConfig:
+        """'ecmp', 'pofan:4', 'pofan:cpu' -> its configuration."""
+        name, _, pipe = item.strip().partition(":")
+        if not name:
+            raise SchemeError(f"empty scheme in {item!r}")
+        scheme = Scheme.parse(name)
+        if pipe and scheme is not Scheme.POFAN:
+            raise SchemeError(f"only pofan takes a pipe size ({item!r})")
+        return cls(scheme, parse_pipe_size(pipe) if pipe else 4)
+
     def validate(self, n_ports: int) -> None:
         if self.scheme is Scheme.POFAN and self.pipe_size != PIPES_PER_CPU:
             if self.pipe_size < 1 or n_ports % self.pipe_size:
@@ -144,8 +155,9 @@ def parse_pipe_size(text: str) -> int:
 # -- which switches ------------------------------------------------------------------
 def select_switches(tree: FatTree, which: str, seed: int) -> list[str]:
     """LB switches (edge and aggregation) chosen by `which`: all, edge, agg,
-    pod:N (both tiers of pod N), random:F (a fraction F of them, drawn with
-    `seed`; exactly round(F x count))."""
+    pod:N (both tiers of pod N), pods:F (both tiers of round(F x pods) pods,
+    at least one, drawn with `seed`), random:F (a fraction F of them, drawn
+    with `seed`; exactly round(F x count))."""
     lb = [sw for sw in tree.switches if sw.level is not Level.CORE]
     if which == "all":
         return [sw.name for sw in lb]
@@ -171,4 +183,34 @@ def select_switches(tree: FatTree, which: str, seed: int) -> list[str]:
             raise SchemeError(f"random:F needs F in (0, 1], got {frac}")
         names = [sw.name for sw in lb]
         return sorted(random.Random(seed).sample(names, round(frac * len(names))))
-    raise SchemeError(f"--switches must be all, edge, agg, pod:N or random:F, got {which!r}")
+    if kind == "pods":
+        try:
+            frac = float(arg)
+        except ValueError:
+            raise SchemeError(f"pods:F needs a fraction, got {which!r}") from None
+        if not 0 < frac <= 1:
+            raise SchemeError(f"pods:F needs F in (0, 1], got {frac}")
+        pods = sorted(random.Random(seed).sample(range(tree.pods), max(1, round(frac * tree.pods))))
+        return [sw.name for sw in lb if sw.pod in pods]
+    raise SchemeError(f"--switches must be all, edge, agg, pod:N, pods:F or random:F, got {which!r}")
+
+
+MIXES = "none, random:F, pods:F, agg or edge"
+
+
+def check_mix(mix: str) -> None:
+    """A SchemeError unless `mix` names a mixed deployment (Fig. 11): none (one scheme on every LB switch),
+    random:F (a fraction F of the LB switches, drawn from the seed), pods:F (both tiers of a fraction F of the
+    pods), agg or edge (that tier)."""
+    kind, _, arg = mix.partition(":")
+    if mix in ("none", "agg", "edge"):
+        return
+    if kind in ("random", "pods") and arg:
+        try:
+            frac = float(arg)
+        except ValueError:
+            raise SchemeError(f"--mix {mix}: {kind}:F needs a fraction") from None
+        if 0 < frac < 1:
+            return
+        raise SchemeError(f"--mix {mix}: F must be in (0, 1)")
+    raise SchemeError(f"--mix must be {MIXES}, got {mix!r}")

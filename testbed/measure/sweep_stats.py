@@ -19,7 +19,7 @@ import pandas as pd
 TABLE, SPEC = "results.parquet", "sweep.json"
 # what distinguishes one cell from another, besides the seed
 CELL_KEYS = ("topology", "k", "workload", "size_bytes", "load", "cell_failure", "cell_payload", "cell_cc",
-             "cell_label")
+             "cell_mix", "cell_label")
 
 
 class SweepError(RuntimeError):

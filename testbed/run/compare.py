@@ -14,20 +14,12 @@ from typing import Any
 
 import pandas as pd
 
-from ..dataplane.schemes import Scheme, SchemeConfig, SchemeError, parse_pipe_size
+from ..dataplane.schemes import SchemeConfig, SchemeError
 
 
 def parse_schemes(text: str) -> list[SchemeConfig]:
     """'ecmp,ofan,pofan:4,pofan:cpu' -> scheme configurations."""
-    out = []
-    for item in text.split(","):
-        name, _, pipe = item.strip().partition(":")
-        if not name:
-            raise SchemeError(f"empty scheme in {text!r}")
-        scheme = Scheme.parse(name)
-        if pipe and scheme is not Scheme.POFAN:
-            raise SchemeError(f"only pofan takes a pipe size ({item!r})")
-        out.append(SchemeConfig(scheme, parse_pipe_size(pipe) if pipe else 4))
+    out = [SchemeConfig.parse(item) for item in text.split(",")]
     if len({c.label for c in out}) != len(out):
         raise SchemeError(f"a scheme is listed twice in {text!r}")
     return out

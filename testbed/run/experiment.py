@@ -33,7 +33,7 @@ from ..dataplane import control, sampled, switches
 from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
                               RunCfg, pin_dir)
 from ..dataplane.compile import Dims
-from ..dataplane.schemes import Scheme, SchemeConfig
+from ..dataplane.schemes import Scheme, SchemeConfig, select_switches
 from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
 from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
@@ -78,6 +78,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
     if p.scheme is not None:
         SchemeConfig(p.scheme.switch_scheme, p.pipe_size).validate(tree.switch_ports)
+        if p.mix != "none":
+            SchemeConfig.parse(p.mix_base).validate(tree.switch_ports)
     p.check_fabric(tree)
     p.check_propagation(tree, spec.rate_bps, spec.wire_overhead)
     flows = p.flows(tree)
@@ -116,7 +118,12 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
         config = SchemeConfig(p.scheme.switch_scheme, p.pipe_size)
-        switches.apply_schemes(maps, tree, {sw.name: config for sw in switches.lb_switches(tree)})
+        assignment = {sw.name: config for sw in switches.lb_switches(tree)}
+        if p.mix != "none":  # Fig. 11: the scheme on the chosen switches, the base scheme on the others
+            chosen = set(select_switches(tree, p.mix, p.seed))
+            base = SchemeConfig.parse(p.mix_base)
+            assignment = {name: config if name in chosen else base for name in assignment}
+        switches.apply_schemes(maps, tree, assignment)
     configs = switches.current_schemes(maps, tree)
     lb_settings = sampled.settings(p.sampled(), spec.rate_bps, pk.wire_len(p.payload), tree.edges_per_pod,
                                    sampled.active_bits([c.scheme for c in configs.values()]))

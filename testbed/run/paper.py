@@ -1,17 +1,21 @@
-"""The paper's figures as sweeps: for each figure of section 6 (and Figs. 1,
-3, 4 of sections 1-3) the matrix that reproduces it here, at two scales.
+"""The paper's figures as sweeps: for each figure of its evaluation (Figs. 1
+and 3-14 of sections 1-6, Figs. 17 and 18 of appendix F) the matrices that
+reproduce it here, one per panel, at two scales.
 
-`quick`: k=4 (or the smallest fabric that shows the effect) and a few
-minutes; `paper`: the paper's configuration where this machine carries it
-(k=12 by default, section 6; the paper's message sizes, loads and failure
-probabilities), at the packet budget's rates, which is hours. What of a
-figure the testbed does not reproduce is said with it. REPS and CONGA need
-ACKs, so every figure with either runs with ACKs (the CCT then ends at the
-last ACK, as the paper's does).
+`quick`: k=4 (or the smallest fabric that shows the effect) and minutes;
+`paper`: the paper's configuration where this machine carries it (k=12 by
+default, section 6; the paper's message sizes, loads, failure
+probabilities and ten seeds), at the packet budget's rates, which is hours.
+What of a figure differs from the paper here, and why, is said with it
+(`testbed paper list`). REPS, CONGA and DRB need or use ACKs, and the
+paper's CCT ends at the last ACK, so every figure with one of them runs with
+ACKs. Each matrix names its figure (`Matrix.figure`), so the report draws it
+as the paper does (testbed.cli.figures).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 
@@ -22,99 +26,160 @@ KB, MB = 1024, 1 << 20
 MAIN = ("ar", "reps", "ofan", "pofan:4")  # the paper's section 6 comparison
 TABLE1 = ("ecmp", "rr", "jsq", "rps", "ar", "choice", "drill", "conga", "dlb", "sglb", "reps", "drb", "ethereal",
           "pofan:4", "ofan")
+TEN = tuple(range(1, 11))  # "we run all considered scenarios at least 10 times" (section 6)
+CC_SCHEMES = ("ecmp", "rps", "ar", "reps", "ofan", "pofan:4")  # Fig. 12
+FSDP_LAYER_PKTS = {"8B": 119, "70B": 418, "405B": 1533}  # section 6.7: packets per flow per layer, FP8, 4 KB
+FSDP_LAYERS = {"8B": 32, "70B": 80, "405B": 126}  # section 6.7: the models' layers
+MIXES = ("none", "random:0.5", "pods:0.5", "agg", "edge")  # section 6.4: half the LB switches, four ways
+SOCKETS = "all-to-all at k=12 needs 186,192 sockets, beyond this machine's open files"
+
+
+@dataclass(frozen=True)
+class Panel:
+    name: str  # "" for a figure of one panel, else its letter
+    caption: str
+    quick: Matrix
+    paper: Matrix
 
 
 @dataclass(frozen=True)
 class PaperFigure:
     name: str
     reproduces: str
-    quick: Matrix
-    paper: Matrix
-    missing: str = ""  # what of the paper's figure is not here
+    panels: tuple[Panel, ...]
+    differs: tuple[str, ...] = ()  # what differs from the paper here, and why
 
+    def matrices(self, scale: str) -> dict[str, Matrix]:
+        """Each panel's matrix at `scale`, named for its figure (so the report draws it)."""
+        return {p.name: dataclasses.replace(p.quick if scale == "quick" else p.paper, figure=self.name)
+                for p in self.panels}
 
-CC_SCHEMES = ("ecmp", "rps", "ar", "reps", "ofan", "pofan:4")  # Fig. 12
-FSDP_LAYER_PKTS = {"8B": 119, "70B": 418, "405B": 1533}  # section 6.7: packets per flow per layer, FP8, 4 KB
+    def cells(self, scale: str) -> int:
+        return sum(len(m.cells()) for m in self.matrices(scale).values())
 
 
 def _m(schemes: tuple[str, ...], **kw: object) -> Matrix:
-    acks = "reps" in schemes or "conga" in schemes
+    acks = bool(kw.pop("acks", False)) or any(s in schemes for s in ("reps", "conga", "drb"))
     return Matrix(schemes, acks=acks, **kw)  # type: ignore[arg-type]
+
+
+def _one(caption: str, quick: Matrix, paper: Matrix) -> tuple[Panel, ...]:
+    return (Panel("", caption, quick, paper),)
 
 
 @functools.cache
 def figures() -> dict[str, PaperFigure]:
     """Every figure (built on first use: each matrix checks its cells)."""
-    return {f.name: f for f in (
-        PaperFigure("fig1", "Fig. 1: utilisation, largest queue and CCT increase of a 1 MB permutation against the "
-                    "offered load (sections 1, 2.2)",
-                    _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
-                    _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0), ks=(12,),
-                       seeds=tuple(range(1, 11)))),
-        PaperFigure("fig3", "Fig. 3: worst link overload per stage, inter-pod permutation, every Table 1 scheme (3.2)",
-                    _m(TABLE1, inter_pod=True, seeds=(1, 2)),
-                    _m(TABLE1, inter_pod=True, ks=(12,), seeds=tuple(range(1, 11)))),
-        PaperFigure("fig4", "Fig. 4: largest queue and CCT increase against the message size, with growth exponents "
-                    "(Theta(m), Theta(sqrt m), Theta(1); 3.5)",
-                    _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                    _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=tuple(range(1, 11))),
-                    "RSQ is rps"),
-        PaperFigure("fig5", "Fig. 5: CCT increase against the network size (6.1)",
-                    _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                    _m(MAIN, ks=(4, 8, 12, 16), seeds=tuple(range(1, 11))),
-                    "all-to-all panels: add --workloads all-to-all"),
+    figs = (
+        PaperFigure("fig1", "Fig. 1: utilisation, largest queue and CCT increase against the offered load (1, 2.2)",
+                    _one("a 1 MB permutation",
+                         _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
+                         _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
+                            ks=(12,), seeds=TEN))),
+        PaperFigure("fig3", "Fig. 3: worst link overload per stage, every Table 1 scheme (3.2)",
+                    _one("an inter-pod permutation", _m(TABLE1, inter_pod=True, seeds=(1, 2)),
+                         _m(TABLE1, inter_pod=True, ks=(12,), seeds=TEN)),
+                    ("RSQ is rps (the testbed's JSQ family has no separate RSQ)",)),
+        PaperFigure("fig4", "Fig. 4: largest queue and CCT increase against the message size, growth exponents (3.5)",
+                    _one("a permutation, every Table 1 scheme", _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                         _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN)),
+                    ("RSQ is rps",)),
+        PaperFigure("fig5", "Fig. 5: CCT increase against the network size (6.1)", (
+            Panel("a", "(a) a 1 MB permutation", _m(MAIN, ks=(4, 8), seeds=(1, 2)),
+                  _m(MAIN, ks=(4, 8, 12, 16), seeds=TEN)),
+            Panel("b", "(b) all-to-all, a fixed size per flow", _m(MAIN, workloads=("all-to-all",), sizes=(16 * KB,),
+                                                                  ks=(4, 8), seeds=(1, 2)),
+                  _m(MAIN, workloads=("all-to-all",), sizes=(64 * KB,), ks=(4, 8), seeds=TEN)),
+            Panel("c", "(c) all-to-all, a fixed total per host",
+                  _m(MAIN, workloads=("all-to-all-host",), sizes=(256 * KB,), ks=(4, 8), seeds=(1, 2)),
+                  _m(MAIN, workloads=("all-to-all-host",), sizes=(2 * MB,), ks=(4, 8), seeds=TEN))),
+                    (f"all-to-all (b, c) up to k=8: {SOCKETS}",
+                     "all-to-all sizes are this testbed's (the paper gives none): (b) 64 KB per flow, (c) 2 MB per host")),
         PaperFigure("fig6", "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
-                    _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
-                    _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=tuple(range(1, 11)))),
-        PaperFigure("fig8", "Fig. 8: CCT increase against the packet size, a 0.5 MB message (6.1)",
-                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192), seeds=(1, 2)),
-                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,),
-                       seeds=tuple(range(1, 11))),
-                    "the paper's model curve and its optimum are not drawn"),
-        PaperFigure("fig9", "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced at "
-                    "rho_max (6.2)",
-                    _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
-                    _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=tuple(range(1, 11)))),
+                    _one("a 1 MB permutation", _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8),
+                                                  seeds=(1, 2)),
+                         _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=TEN))),
+        PaperFigure("fig7", "Fig. 7: CCT increase against the message size, with the 1/sqrt(m) trend (6.1)", (
+            Panel("a", "(a) permutation", _m(MAIN, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                  _m(MAIN, sizes=(256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN)),
+            Panel("b", "(b) all-to-all", _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB),
+                                            seeds=(1, 2)),
+                  _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB, 256 * KB), ks=(8,),
+                     seeds=TEN))),
+                    (f"(b) at k=8: {SOCKETS}", ("message sizes are this testbed's choice around the paper's 1 MB "
+                                                 "default (the paper's axis values are not in its text)"))),
+        PaperFigure("fig8", "Fig. 8: CCT increase against the packet size, with the model's optimum (6.1, G)", (
+            Panel("a", "(a) a 0.5 MB message", _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192),
+                                                  seeds=(1, 2)),
+                  _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,), seeds=TEN)),
+            Panel("b", "(b) a larger message: Ofan's optimum moves to larger packets",
+                  _m(("ar", "ofan"), sizes=(4 * MB,), payloads=(4096, 8192, 16384, 32768), seeds=(1, 2)),
+                  _m(("ar", "reps", "ofan"), sizes=(8 * MB,), payloads=(4096, 8192, 16384, 32768), ks=(12,),
+                     seeds=TEN))),
+                    (("payloads up to 32 KB: a veth frame is at most 64 KB, and 32 KB is the largest the suite "
+                      "checks end to end"), "(b)'s message size is this testbed's (8 MB)",
+                     "the ECN threshold of 10 packets at 64 KB does not act: no congestion control here")),
+        PaperFigure("fig9", "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced "
+                    "at rho_max (6.2)",
+                    _one("a 1 MB permutation", _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
+                         _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=TEN))),
         PaperFigure("fig10", "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
-                    _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                    _m(MAIN, topology="leafspine", ks=(64,), seeds=tuple(range(1, 4)))),
-        PaperFigure("fig11", "Fig. 11: incremental deployment of 4Ofan among AR switches (6.4)",
-                    _m(("ar", "pofan:4"), seeds=(1, 2)),
-                    _m(("ar", "pofan:4"), ks=(12,), seeds=tuple(range(1, 11))),
-                    "the mixes themselves (random, pods, aggregation or edge switches) are set with `testbed scheme set "
-                    "pofan --switches ...` and `testbed run`; a sweep runs one scheme per cell, so this gives the two "
-                    "ends only"),
-        PaperFigure("fig12", "Fig. 12: CCT increase per scheme with congestion control, DCTCP, NSCC and Swift, a "
-                    "4 MB permutation, 800 KB buffers, base RTT 150 packet times (6.5)",
-                    _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
-                    _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,),
-                       seeds=tuple(range(1, 6))),
-                    "the paper's MSwift is this testbed's swift (README, \"Congestion control\")"),
-        PaperFigure("fig14", "Fig. 14: FSDP2 on Llama-3, one ring step of a layer's ReduceScatter or AllGather per "
-                    "model (8B, 70B, 405B: 119, 418, 1,533 packets per flow), with NSCC and Swift (6.7)",
-                    _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
-                       sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), seeds=(1,),
-                       retries=1),
-                    _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
-                       sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(16,),
-                       seeds=tuple(range(1, 4))),
-                    "one ring step per model: a layer's backward pass repeats that step 2 (n - 1) times and the "
-                    "model repeats the layer, so the step's CCT increase is the pass's; the steps are not chained "
-                    "in one run, and random server placement is not modelled (hosts are servers in id order)"),
-        PaperFigure("fig13", "Fig. 13: MoE all-to-all-v with a hot expert, with and without EPLB (6.6)",
-                    _m(MAIN, workloads=("moe",), sizes=(64 * KB,), seeds=(1, 2)),
-                    _m(MAIN, workloads=("moe",), sizes=(64 * KB, 256 * KB), ks=(8,), seeds=tuple(range(1, 11))),
-                    "k=8 at paper scale (all-to-all-v at k=12 needs 186,192 sockets); EPLB replicas: testbed run "
-                    "--workload moe --eplb R"),
-    )}
+                    _one("a 1 MB permutation", _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
+                         _m(MAIN, topology="leafspine", ks=(64,), seeds=TEN))),
+        PaperFigure("fig11", "Fig. 11: 4Ofan deployed on half the LB switches among AR ones, four ways (6.4)",
+                    _one("a 1 MB permutation: all AR, the four mixes, all 4Ofan",
+                         _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
+                         _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=TEN)),
+                    ("the mixes are drawn from each run's seed: random:0.5 and pods:0.5 differ per seed",)),
+        PaperFigure("fig12", "Fig. 12: CCT increase per scheme with DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB "
+                    "buffers, base RTT 150 packet times (6.5)",
+                    _one("a 4 MB permutation",
+                         _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
+                         _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=TEN)),
+                    ("the paper's MSwift is this testbed's swift (README, \"Congestion control\")",)),
+        PaperFigure("fig13", "Fig. 13: MoE dispatch, hierarchical over 8-GPU servers, skew 1.48x (1.13x with EPLB), "
+                    "without a CCA and with NSCC (6.6)",
+                    _one("(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",
+                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(64 * KB,), ccs=("none", "nscc"),
+                            gpus_per_server=4, payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2), retries=1),
+                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(4 * MB,), ccs=("none", "nscc"), ks=(8,),
+                            payloads=(32768,), ecn_threshold="10pkts", seeds=TEN)),
+                    (("synthetic expert popularity drawn to the paper's skews (traffic.workloads), not the Qwen3 "
+                      "trace; --matrix takes a real trace's matrix"),
+                     "32 KB packets, not 64 KB: a veth frame is at most 64 KB with headers",
+                     "4 MB per flow (the paper: 492 MB per GPU, ~33 MB per flow): the packet budget's rate at k=8",
+                     "quick: servers of 4 GPUs at k=4 (16 hosts: two servers of 8 leave one flow per GPU)")),
+        PaperFigure("fig14", "Fig. 14: FSDP2 on Llama-3 8B, 70B and 405B: a ring step of a layer's ReduceScatter "
+                    "or AllGather per model, NSCC and Swift (6.7)",
+                    _one("per model (119, 418, 1,533 packets per flow), servers placed at random",
+                         _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
+                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"),
+                            gpus_per_server=4, seeds=(1,), retries=1),
+                         _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
+                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(16,),
+                            seeds=tuple(range(1, 4)))),
+                    (("one ring step per run, not the chained backward pass (each layer repeats the same step "
+                      "2 (n - 1) times, so the step's CCT increase is the pass's if steps do not interact)"),
+                     "k=16 (1,024 hosts, the paper's GPUs), one host per GPU; 3 seeds: each run is minutes",
+                     "quick: servers of 4 GPUs at k=4")),
+        PaperFigure("fig17", "Fig. 17: DRB's largest queue over Ofan's against the number of hosts (F.3)",
+                    _one("an inter-pod 1 MB permutation", _m(("drb", "ofan"), inter_pod=True, ks=(4, 8),
+                                                             seeds=tuple(range(1, 7))),
+                         _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12, 16), seeds=tuple(range(1, 31))))),
+        PaperFigure("fig18", "Fig. 18: Ofan's average queue per switch layer against the paper's queue model (F.4)",
+                    _one("an inter-pod 1 MB permutation", _m(("ofan",), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
+                         _m(("ofan",), inter_pod=True, ks=(4, 8, 12, 16), seeds=TEN)),
+                    ("without ACKs: Ofan alone, the CCT ends at the last data packet (ACKs would halve the rate)",)),
+    )
+    return {f.name: f for f in figs}
 
 
-NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14")
+NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14",
+         "fig17", "fig18")
 
 
-def matrix(name: str, scale: str) -> Matrix:
-    f = figures()[name]
-    return f.quick if scale == "quick" else f.paper
+def matrices(name: str, scale: str) -> dict[str, Matrix]:
+    return figures()[name].matrices(scale)
 
 
 def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
@@ -124,12 +189,14 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
     for k in m.ks:
         rate = m.rate_for(k)
         total += 2.0 + 0.3 * k
+        tree = FatTree(k, "est", m.topology)
         for c in m.cells():
             if c.k != k:
                 continue
             slow = ecmp_factor if c.label in ("ecmp", "rr", "jsq") else 1.2
-            tree = FatTree(k, "est", m.topology)
-            per_host = c.size * (tree.n_hosts - 1) if c.workload in ("all-to-all", "moe") else c.size
+            n = tree.n_hosts
+            per_host = {"all-to-all": c.size * (n - 1), "all-to-all-host": c.size,
+                        "moe": c.size * (n // m.gpus_per_server - 1), "moe-eplb": c.size * (n // m.gpus_per_server - 1)}.get(c.workload, c.size)
             frames = per_host * (c.payload + 58) / c.payload
             total += 0.5 + slow * frames * 8 / (rate * c.load)
             if c.cc != "none":  # a few base RTTs of 150 packet times, and the loop's own slowdown
@@ -137,3 +204,5 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
     return total
 
 
+def figure_estimate_s(f: PaperFigure, scale: str) -> float:
+    return sum(estimate_s(m) for m in f.matrices(scale).values())

@@ -15,7 +15,7 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 from ..dataplane.compile import Dims
 from ..dataplane.maps import REPS_DELAY_SLOTS
 from ..dataplane.sampled import SampledParams
-from ..dataplane.schemes import Scheme, SchemeError
+from ..dataplane.schemes import Scheme, SchemeConfig, SchemeError, check_mix
 from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
@@ -48,9 +48,14 @@ class RunParams:
     gpus_per_server: int = 8
     stride: int = 0
     matrix: str | None = None
-    hot_factor: float = 1.5
-    eplb_replicas: int = 1
+    moe_skew: float = 0.0  # moe: the busiest GPU's fabric bytes over the mean (0: 1.48, or 1.13 with eplb)
+    eplb: bool = False  # moe: experts replicated over two slots per GPU (traffic.workloads)
     order: str = "staggered"  # all-to-all, moe: traffic.workloads.destinations
+    size_per_host: bool = False  # all-to-all: size_bytes is each host's total, split over its n - 1 flows
+    # A mixed deployment (Fig. 11): `scheme` on the LB switches `mix` chooses (schemes.check_mix; drawn from the
+    # seed), `mix_base` on the others; "none": `scheme` on every one
+    mix: str = "none"
+    mix_base: str = "ar"
     events: str | None = None  # timeline of link faults (testbed.run.faults), applied during the run
     pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
     # A fault injected on purpose, for the tests of the fidelity verdict only: "late:G:US" (the G-th sending
@@ -117,6 +122,15 @@ class RunParams:
             raise RunError("conga feeds path congestion back on the reverse traffic: run it with --acks")
         self.sampled()  # validates the intervals
         self.workload_spec()  # validates the workload's own parameters
+        if self.mix != "none":
+            try:
+                check_mix(self.mix)
+                base = SchemeConfig.parse(self.mix_base)
+            except SchemeError as e:
+                raise RunError(str(e)) from None
+            if self.scheme is None or self.scheme.is_host or base.scheme.is_host:
+                raise RunError("--mix deploys one switch scheme among another's: give --scheme and --mix-base "
+                               "switch schemes")
 
     def sampled(self) -> SampledParams:
         try:
@@ -180,8 +194,8 @@ class RunParams:
 
     def workload_spec(self) -> WorkloadSpec:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
-                            self.gpus_per_server, self.stride, self.matrix, self.hot_factor, self.eplb_replicas,
-                            self.order, self.flows_file, self.cm_rate_bps)
+                            self.gpus_per_server, self.stride, self.matrix, self.moe_skew, self.eplb,
+                            self.order, self.flows_file, self.cm_rate_bps, self.size_per_host)
 
     def check_fabric(self, tree: FatTree) -> None:
         """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a

@@ -29,19 +29,20 @@ import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from fractions import Fraction
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from traffic.packet import WIRE_EXTRA
+from traffic.workloads import WORKLOADS
 
 from ..dataplane import control
 from ..dataplane.sampled import SampledParams
-from ..dataplane.schemes import SchemeConfig
+from ..dataplane.schemes import SchemeConfig, SchemeError, check_mix
 from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
@@ -53,6 +54,12 @@ from .experiment import run_valid
 from .params import RunError, RunParams
 
 ROWS, CELLS, SPEC, TABLE = "rows", "cells", "sweep.json", "results.parquet"
+# a sweep's workloads beyond traffic's: the workload and what it sets of RunParams
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "moe-eplb": ("moe", {"eplb": True}),  # MoE with EPLB (Fig. 13 b, d)
+    "all-to-all-host": ("all-to-all", {"size_per_host": True}),  # SIZE is each host's total (Fig. 5 c)
+}
+SWEEP_WORKLOADS = (*WORKLOADS, *VARIANTS)
 HEADERS = 58  # RoCEv2 headers on a veth (traffic.packet): a payload P needs an MTU of P + 44
 FAILURE_DRAWS = 100  # redraws of a random failure set that cuts a host off
 
@@ -92,6 +99,10 @@ class Matrix:
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
     ack_priority: bool = True  # queues serve ACKs first (FabricSpec.ack_priority)
     rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
+    gpus_per_server: int = 8  # ring, fsdp, moe: GPUs per server (traffic.workloads)
+    mixes: tuple[str, ...] = ("none",)  # Fig. 11: each scheme on these switches (schemes.check_mix), mix_base elsewhere
+    mix_base: str = "ar"
+    figure: str = ""  # the paper's figure this sweep reproduces (testbed.run.paper): how the report draws it
 
     def __post_init__(self) -> None:
         if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
@@ -107,6 +118,12 @@ class Matrix:
             tree = FatTree(k, "tbs", self.topology)
             for config in configs:
                 config.validate(tree.switch_ports)
+        try:
+            for mix in self.mixes:
+                check_mix(mix)
+            SchemeConfig.parse(self.mix_base)
+        except SchemeError as e:
+            raise RunError(str(e)) from None
         if any(not 0 <= p < 1 for p in self.failures):
             raise RunError(f"failure probabilities must be in [0, 1), got {list(self.failures)}")
         if self.retries < 0:
@@ -123,6 +140,10 @@ class Matrix:
     def configs(self) -> list[SchemeConfig]:
         return parse_schemes(",".join(self.schemes))
 
+    @property
+    def base_label(self) -> str:
+        return SchemeConfig.parse(self.mix_base).label
+
     def cells(self) -> list[Cell]:
         out = []
         for k in self.ks:
@@ -133,9 +154,13 @@ class Matrix:
                             for failure in self.failures:
                                 for cc in self.ccs:
                                     for config in self.configs():
-                                        for seed in self.seeds:
-                                            out.append(Cell(config.label, config.scheme.label, config.pipe_size,
-                                                            workload, size, load, failure, k, payload, seed, cc))
+                                        for mix in self.mixes:
+                                            if mix != "none" and config.label == self.base_label:
+                                                continue  # the base scheme among itself: the "none" cell
+                                            for seed in self.seeds:
+                                                out.append(Cell(config.label, config.scheme.label,
+                                                                config.pipe_size, workload, size, load, failure,
+                                                                k, payload, seed, cc, mix))
         return out
 
     @property
@@ -176,7 +201,8 @@ class Matrix:
 
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {
-    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0,
+    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0, "gpus_per_server": 8,
+    "mixes": ("none",), "mix_base": "ar", "figure": "",
     **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
                                               "drill_d", "drill_m")}}
 
@@ -196,17 +222,21 @@ class Cell:
     payload: int
     seed: int
     cc: str = "none"
+    mix: str = "none"
 
     @property
     def name(self) -> str:
         cc = f"-{self.cc}" if self.cc != "none" else ""
+        mix = f"-m{self.mix.replace(':', '')}" if self.mix != "none" else ""
         return (f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}{cc}-"
-                f"{self.label}-s{self.seed}")
+                f"{self.label}{mix}-s{self.seed}")
 
     def params(self, m: Matrix) -> RunParams:
         from ..dataplane.schemes import Scheme
 
-        return RunParams(self.workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
+        workload, extra = VARIANTS.get(self.workload, (self.workload, {}))
+        return RunParams(workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
+                         gpus_per_server=m.gpus_per_server, mix=self.mix, mix_base=m.mix_base, **extra,
                          payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
                          ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
                          flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,
@@ -259,6 +289,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
                 "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received", "drops", "utilisation",
                 "ecn_marked"):
         row[key] = r[key]
+    row["workload"] = cell.workload  # the sweep's name for it (a variant such as moe-eplb, not only the generator)
     for stage, q in r["queues"].items():
         row[f"queue_{stage}_avg_pkts"] = float(q["avg_pkts"])
         row[f"queue_{stage}_max_pkts"] = int(q["max_pkts"])

@@ -96,15 +96,37 @@ def test_sampled_settings_reach_the_cells_and_keep_default_fingerprints() -> Non
 
 
 def test_every_paper_figure_has_valid_matrices() -> None:
+    """Every figure of the paper's evaluation (1, 3-14, 17, 18) has a preset whose panels check at both scales,
+    the quick scale in minutes, ACKs wherever a scheme needs or uses them, ten seeds at paper scale where the
+    paper has at least ten (Figs. 10 and 14 say why not), and its figure named so the report draws it."""
     figs = paper.figures()
-    assert set(figs) == set(paper.NAMES)
+    assert set(figs) == set(paper.NAMES) == {f"fig{i}" for i in (1, *range(3, 15), 17, 18)}
     for f in figs.values():
-        assert f.quick.cells() and len(f.paper.cells()) >= len(f.quick.cells())
-        assert paper.estimate_s(f.quick) < 15 * 60  # the quick scale is minutes
-        if "reps" in f.quick.schemes or "conga" in f.quick.schemes:
-            assert f.quick.acks and f.paper.acks
+        quick, full = f.matrices("quick"), f.matrices("paper")
+        assert quick.keys() == full.keys() and all(m.figure == f.name for m in (*quick.values(), *full.values()))
+        for name in quick:
+            assert quick[name].cells() and len(full[name].cells()) >= len(quick[name].cells())
+            for m in (quick[name], full[name]):
+                if {"reps", "conga", "drb"} & set(m.schemes):
+                    assert m.acks
+            if len(full[name].seeds) < 10:
+                assert any("seed" in d for d in f.differs), f.name
+        assert paper.figure_estimate_s(f, "quick") < 15 * 60  # the quick scale is minutes
     for name in ("fig3", "fig4"):  # every scheme of the paper's Table 1 the testbed has (all but RSQ = rps)
-        assert set(figs[name].quick.schemes) == set(figs[name].paper.schemes) == {
+        (m,) = figs[name].matrices("quick").values()
+        (p,) = figs[name].matrices("paper").values()
+        assert set(m.schemes) == set(p.schemes) == {
             "ecmp", "rr", "jsq", "rps", "ar", "choice", "drill", "conga", "dlb", "sglb", "reps", "drb", "ethereal",
             "pofan:4", "ofan"}
-        assert "not in the testbed" not in figs[name].missing
+    assert {c.mix for c in figs["fig11"].matrices("quick")[""].cells()} == {"none", "random:0.5", "pods:0.5", "agg",
+                                                                            "edge"}
+
+
+def test_paper_list_reads_in_80_columns() -> None:
+    from testbed.cli.sweep_cmds import paper_list
+
+    text = paper_list(80)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    for name in paper.NAMES:
+        assert f"\n{name:<6}" in text
+    assert text.count("differs:") == len(paper.NAMES)

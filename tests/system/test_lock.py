@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from testbed.fabric import lock
+from testbed.measure.fidelity import OUTSIDE_CPU_MAX
 
 from .helpers import TIMING_RATE_BPS, cli, leftovers
 
@@ -107,7 +108,8 @@ def _blocked(pids: list[int], timeout_s: float = 30.0) -> None:
 def test_a_run_under_another_prefix_waits_or_is_refused(tmp_path: Path) -> None:
     """Two fabrics under two prefixes: the second's run is refused in one line while the first sends. With
     --wait, runs on both queue (started while the machine's lock was held, so that their own start-up did not
-    take CPU from a run), go one after the other, and both finish valid."""
+    take CPU from a run), go one after the other, neither takes CPU from the other, and at least 3 of 4 such
+    runs are valid."""
     p, q = "tln", "tlm"
     try:
         for x in (p, q):
@@ -119,16 +121,21 @@ def test_a_run_under_another_prefix_waits_or_is_refused(tmp_path: Path) -> None:
         assert "another run is going on this machine" in b.stderr and f"pid {a.pid}" in b.stderr
         a.communicate(timeout=180)
         assert a.returncode == 0
-        with lock.machine_lock(command="tests/system/test_lock.py"):
-            runs = [_start(x, tmp_path / x, "--wait", size="2MB") for x in (p, q)]
-            _blocked([r.pid for r in runs])
-        outs = [r.communicate(timeout=180) for r in runs]
-        assert all(r.returncode == 0 for r in runs), [err for _, err in outs]
-        rp, rq = (json.loads(out) for out, _ in outs)
-        first, second = sorted((rp, rq), key=lambda r: r["cct_start_ns"])
-        assert second["cct_start_ns"] > first["cct_end_ns"]  # one after the other
-        for r in (rp, rq):
-            assert r["fidelity"]["valid"], r["fidelity"]["reasons"]
+        results = []
+        for round_ in range(2):  # two rounds of queued runs: a share of single tries, not one pair's luck
+            with lock.machine_lock(command="tests/system/test_lock.py"):
+                runs = [_start(x, tmp_path / f"{x}{round_}", "--wait", size="2MB") for x in (p, q)]
+                _blocked([r.pid for r in runs])
+            outs = [r.communicate(timeout=180) for r in runs]
+            assert all(r.returncode == 0 for r in runs), [err for _, err in outs]
+            rp, rq = (json.loads(out) for out, _ in outs)
+            first, second = sorted((rp, rq), key=lambda r: r["cct_start_ns"])
+            assert second["cct_start_ns"] > first["cct_end_ns"]  # one after the other
+            results += [rp, rq]
+        for r in results:  # no run took CPU from another: what the lock is for
+            assert r["fidelity"]["outside_cpu"] <= OUTSIDE_CPU_MAX, r["fidelity"]["reasons"]
+        # valid but for the machine's own hiccups (a few % of single tries at this rate: docs, single-try validity)
+        assert sum(bool(r["fidelity"]["valid"]) for r in results) >= 3, [r["fidelity"]["reasons"] for r in results]
     finally:
         for x in (p, q):
             cli("down", "--prefix", x)

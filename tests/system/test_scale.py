@@ -46,6 +46,11 @@ def test_paper_fabric_builds_pings_delivers_and_goes(kind: str, k: int, tmp_path
         f = res["fidelity"]
         assert f["valid"] == (not f["reasons"])  # a verdict that says why, exactly when it rejects
         assert res["cct_s"] >= res["cct_lower_bound_s"]  # the bound is a bound, at every scale
+        # Ofan's exact bound (appendix F.4), which no timing error can loosen: an edge switch's uplink queue
+        # never holds more than w + 1 packets (a scheme that is not Ofan's breaks it within a few flows)
+        w = k // 2
+        edge_up = res["queues"]["edge_agg"]["max_pkts"]
+        assert edge_up <= w + 1, (edge_up, w + 1)
         placed = f["ideal"]  # every fabric here but the k=64 leaf-spine is small enough to be placed
         assert placed["placed"] == (not (kind == "leafspine" and k == 64)), placed
         if placed["placed"] and f["valid"]:  # Ofan at scale as the ideal fabric plays it, give or take two points

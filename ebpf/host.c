@@ -26,7 +26,7 @@
 
 int host_egress(struct __sk_buff *skb)
 {
-    queue_add(skb->ifindex, skb->len, bpf_ktime_get_ns());
+    queue_nic_enqueue(skb->ifindex, skb->len, bpf_ktime_get_ns());
     skb->cb[0] = skb->ifindex;
     return TC_ACT_OK;
 }

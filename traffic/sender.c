@@ -19,8 +19,12 @@
  *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
  *         checksum 0, as RoCEv2 NICs send them.
  *
- * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS [DUPTHRESH BASE_RTT_NS]]
- * (START_NS: the flow starts that long after the first packets; default 0; the last two: transport runs)
+ * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS [DUPTHRESH BASE_RTT_NS
+ *                            [AFTER_FID AFTER_NS]]]
+ * (START_NS: the flow starts that long after the first packets; default 0; the rest: transport runs. A chained
+ * flow (AFTER_FID > 0) starts AFTER_NS after the kernel saw the ACK that completed flow AFTER_FID's arrival: a
+ * ring step that needs its input, which arrived then plus its path's propagation. The flows a chain waits for
+ * must be listed before the flows that wait for them.)
  * argv: deadline_s sndbuf_bytes [fault] [KEY=VALUE ...]
  * With cc=dctcp|swift|nscc (and the constants of traffic/transport.py as KEY=VALUE) it is a transport run:
  * each flow window-limited and ACK-clocked (transport.h, cca.h), the ACKs read from the kernel's ring
@@ -76,6 +80,16 @@ struct flow {
     uint64_t packets, bytes, errors;
     int noroute;
     uint64_t start_ns; /* when it starts, after the release (0: at once) */
+    /* chained flows (transport runs): this flow starts after_ns after flow after_fid arrived in full, at ready_ns
+     * (CLOCK_MONOTONIC; 0 while it has not, written once by the ACK thread) */
+    uint32_t after_fid;
+    uint64_t after_ns, ready_ns;
+    int chain_started;
+    /* a flow that others wait for: which of its packets the ACKs said arrived (ACK thread only) */
+    uint8_t *arrived;
+    uint32_t n_arrived;
+    struct flow *waiting; /* the first flow chained to this one; each links to the next in `next_waiting` */
+    struct flow *next_waiting;
     uint32_t next_psn; /* the next packet to send (1 after a starter sent the first) */
     /* transport runs (cc=...): the flow's window and loss recovery, under its group's lock */
     uint32_t dupthresh;
@@ -297,7 +311,7 @@ static int send_packet(struct flow *f, uint8_t *buf, uint32_t psn)
 static struct flow *first_flow(struct group *g)
 {
     for (int i = 0; i < g->n; i++)
-        if (!g->flows[i]->noroute && g->flows[i]->sock >= 0)
+        if (!g->flows[i]->noroute && g->flows[i]->sock >= 0 && !g->flows[i]->after_fid)
             return g->flows[i];
     return NULL;
 }
@@ -446,6 +460,11 @@ static void send_windowed(struct group *g, uint8_t *buf)
                 continue;
             done = 0;
             double start = released_at + f->start_ns * 1e-9;
+            uint64_t ready = f->after_fid ? __atomic_load_n(&f->ready_ns, __ATOMIC_ACQUIRE) : 0;
+            if (f->after_fid && !ready)
+                continue; /* its input has not arrived: the ACK thread wakes this thread when it has */
+            if (ready)
+                start = ready * 1e-9;
             if (now < start) {
                 earliest = earliest == 0 || start < earliest ? start : earliest;
                 continue;
@@ -457,6 +476,10 @@ static void send_windowed(struct group *g, uint8_t *buf)
             g->rr = i + 1;
             uint64_t woken = g->woken_ns;
             g->woken_ns = 0;
+            if (ready && !f->chain_started) { /* a chained flow's first packet: late against its ready time */
+                f->chain_started = 1;
+                woken = ready;
+            }
             pthread_mutex_unlock(&g->mu);
             if (woken) /* how long the window stood open before this packet went out */
                 late_add(send_late, &send_late_max, mono_ns() - woken, 1);
@@ -515,6 +538,24 @@ static int n_complete;       /* of which done (ACK thread only) */
 
 static uint64_t transport_start_ns; /* ACK events older than this are a previous run's: dropped */
 
+/* Chained flows: packet `psn` of f arrived (its ACK reached the sender's NIC at t_ns, which is when the kernel,
+ * without propagation of its own, delivered it: the ACK crosses the fabric ahead of data). When the last of f's
+ * packets has, every flow chained to f may start its after_ns later; its sender thread is told. */
+static void chain_arrival(struct flow *f, uint32_t psn, uint64_t t_ns)
+{
+    if (!f->arrived || psn >= f->tp.npkts || f->arrived[psn])
+        return;
+    f->arrived[psn] = 1;
+    if (++f->n_arrived < f->tp.npkts)
+        return;
+    for (struct flow *w = f->waiting; w; w = w->next_waiting) {
+        __atomic_store_n(&w->ready_ns, t_ns + w->after_ns, __ATOMIC_RELEASE);
+        pthread_mutex_lock(&w->grp->mu);
+        pthread_cond_signal(&w->grp->more);
+        pthread_mutex_unlock(&w->grp->mu);
+    }
+}
+
 static void on_event(void *ctx, const void *rec, uint32_t len)
 {
     (void)ctx;
@@ -523,6 +564,7 @@ static void on_event(void *ctx, const void *rec, uint32_t len)
         return;
     if (ev->flow > max_fid || !by_fid[ev->flow])
         return;
+    chain_arrival(by_fid[ev->flow], ev->psn, ev->t_ns);
     struct fifo *q = &fifos[by_fid[ev->flow]->delay_class];
     if (q->tail - q->head >= PENDING_CAP) {
         ring_overflow++;
@@ -725,6 +767,20 @@ static int transport_setup(struct group *groups, int n_groups)
         if (tp_init(&f->tp, npkts, f->dupthresh, &f->cp, tcfg.min_rto_ns, now) < 0)
             return -1;
         by_fid[f->fid] = f;
+    }
+    for (int i = 0; i < n_flows; i++) { /* chains: each waited-for flow learns who waits, and tracks arrivals */
+        struct flow *f = &flows[i], *p = f->after_fid <= max_fid ? by_fid[f->after_fid] : NULL;
+        if (!f->after_fid)
+            continue;
+        if (!p || p >= f) {
+            fprintf(stderr, "testbed-sender: flow %u waits for flow %u, which is not listed before it\n", f->fid,
+                    f->after_fid);
+            return -1;
+        }
+        if (!p->arrived && !(p->arrived = calloc(p->tp.npkts ? p->tp.npkts : 1, 1)))
+            return -1;
+        f->next_waiting = p->waiting;
+        p->waiting = f;
     }
     return 0;
 }
@@ -933,11 +989,16 @@ int main(int argc, char **argv)
         }
         struct flow *f = &flows[n_flows];
         memset(f, 0, sizeof(*f)); /* realloc does not zero: counters and next_psn start at 0 */
-        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu %u %lu", f->ns, &f->fid, f->src, &f->sport, f->dst,
-                   &f->size, &f->payload, &f->start_ns, &f->dupthresh, &f->base_rtt_ns) < 7)
+        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu %u %lu %u %lu", f->ns, &f->fid, f->src, &f->sport, f->dst,
+                   &f->size, &f->payload, &f->start_ns, &f->dupthresh, &f->base_rtt_ns, &f->after_fid,
+                   &f->after_ns) < 7)
             continue;
         if (f->payload == 0 || f->size == 0)
             continue;
+        if (f->after_fid && !tcfg.kind) {
+            fprintf(stderr, "testbed-sender: flow %u is chained: chains need a transport (cc=)\n", f->fid);
+            return 2;
+        }
         f->sock = -1;
         n_flows++;
     }

@@ -142,7 +142,8 @@ class Senders:
     def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
                  fault: str | None = None, line_rate_bps: int = 0, transport: Transport | None = None,
                  paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "",
-                 base_rtts_ns: dict[int, int] | None = None, reps: RepsFreeze | None = None) -> None:
+                 base_rtts_ns: dict[int, int] | None = None, reps: RepsFreeze | None = None,
+                 after_ns: dict[int, int] | None = None) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
         counting source hosts in order of their first flow. A flow with a start
@@ -153,7 +154,13 @@ class Senders:
         `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. With `reps`, a
         retransmission timeout freezes the flow's REPS connection (ebpf/include/host_lb.h). A fault "ackstall:N:US" makes the
         transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU); "ackring:N" holds at
-        most N ACK events per delay class (the rest are lost to the transport, and counted)."""
+        most N ACK events per delay class (the rest are lost to the transport, and counted). A chained flow
+        (`Flow.after`) starts `after_ns[fid]` (default 0) after the flow it waits for arrived in full, which the
+        sender learns from that flow's ACKs: chains need a transport."""
+        if any(f.after for f in flows) and (transport is None or not transport.on):
+            raise SenderError("chained flows need a transport: a step starts when its input arrived, which only "
+                              "the ACKs tell the sender")
+        self.after_ns = after_ns or {}
         self.transport = transport if transport is not None and transport.on else None
         self.paths = paths or {}
         self.base_rtts_ns = base_rtts_ns or {}
@@ -178,6 +185,8 @@ class Senders:
             if self.transport is not None:
                 line += (f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} "
                          f"{self.base_rtts_ns.get(f.fid, self.transport.base_rtt_ns)}")
+                if f.after:
+                    line += f" {f.after} {self.after_ns.get(f.fid, 0)}"
             lines.append(line)
         return "\n".join(lines) + "\n"
 

@@ -5,7 +5,8 @@ the same flows. Sizes are bytes of payload per flow.
 |---|---|---|
 | permutation | a uniformly random derangement; `inter_pod` forces every flow across pods | sections 3, 6; Fig. 3 |
 | all-to-all | every host to every other host, SIZE each; hosts serve their flows round-robin | section 2.2 |
-| ring / fsdp | GPU i to GPU (i + G) mod n, G = GPUs per server (hierarchical ring); fsdp places the servers at random | section 6.7 |
+| ring | GPU i to GPU (i + G) mod n, G = GPUs per server: one step of a hierarchical ring | section 6.7 |
+| fsdp | FSDP2's backward pass: every layer's ring ReduceScatter then AllGather, 2 (n/G - 1) steps each, chained (a GPU's step starts when its input of the step before arrived in full); servers placed at random | section 6.7 |
 | stride | host i to host (i + S) mod n | classic fat-tree pattern |
 | moe | all-to-all-v: a traffic matrix from a file, or a skewed built-in one | section 6.6 |
 | incast | `fan_in` random senders to one random receiver | - |
@@ -55,6 +56,7 @@ class Flow:
     dst: int  # host id
     size_bytes: int
     start_bits: float = 0.0  # when it starts, after the collective's start, as bits at line rate (time x rate)
+    after: int = 0  # chained workloads: the flow (its fid) that must have arrived in full before this one starts
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ class WorkloadSpec:
     flows_file: str | None = None  # cm: htsim connection matrix
     cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
     per_host: bool = False  # all-to-all: size_bytes is each host's total, split evenly over its n - 1 flows
+    layers: int = 1  # fsdp: layers of the backward pass
+    steps: int = 0  # fsdp: only the first STEPS ring steps of the pass (0: all of them)
 
     def __post_init__(self) -> None:
         if self.name not in WORKLOADS:
@@ -89,6 +93,8 @@ class WorkloadSpec:
             raise WorkloadError(f"stride must be >= 1, got {self.stride}")
         if self.skew and self.skew < 1:
             raise WorkloadError(f"MoE skew must be >= 1, got {self.skew:g}")
+        if self.layers < 1 or self.steps < 0:
+            raise WorkloadError(f"fsdp needs layers >= 1 and steps >= 0, got {self.layers} and {self.steps}")
         if self.order not in ORDERS:
             raise WorkloadError(f"unknown order {self.order!r} (choose from {', '.join(ORDERS)})")
 
@@ -322,19 +328,13 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
             return _flows([(s, d, share + (i < extra)) for s in range(n)
                            for i, d in enumerate(destinations(s, n, spec.order))])
         return _flows([(s, d, size) for s in range(n) for d in destinations(s, n, spec.order)])
-    if spec.name in ("ring", "fsdp", "stride"):
-        step = spec.gpus_per_server if spec.name != "stride" else (spec.stride or hosts_per_pod)
+    if spec.name in ("ring", "stride"):
+        step = spec.gpus_per_server if spec.name == "ring" else (spec.stride or hosts_per_pod)
         if step % n == 0:
             raise WorkloadError(f"step {step} is a multiple of the {n} hosts: every host would send to itself")
-        place = list(range(n))
-        if spec.name == "fsdp":  # servers placed at random (section 6.7): logical server s on physical server
-            g = spec.gpus_per_server  # servers[s], each GPU keeping its rank
-            if n % g:
-                raise WorkloadError(f"fsdp places whole servers of {g} GPUs: {n} hosts is not a multiple")
-            servers = list(range(n // g))
-            rng.shuffle(servers)
-            place = [servers[i // g] * g + i % g for i in range(n)]
-        return _flows([(place[i], place[(i + step) % n], size) for i in range(n)])
+        return _flows([(i, (i + step) % n, size) for i in range(n)])
+    if spec.name == "fsdp":
+        return fsdp_pass(n, size, spec.gpus_per_server, spec.layers, spec.steps, rng)
     if spec.name == "moe":
         m = load_matrix(spec.matrix, n) if spec.matrix else moe_cached(n, size, spec.seed, spec.gpus_per_server,
                                                                        spec.moe_skew, spec.eplb)
@@ -349,6 +349,36 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
     rng.shuffle(hosts)
     dst, senders = hosts[0], sorted(hosts[1:spec.fan_in + 1])
     return _flows([(s, dst, size) for s in senders])
+
+
+def fsdp_steps(n: int, gpus_per_server: int, layers: int) -> int:
+    """Ring steps in FSDP2's backward pass over n GPUs in servers of G: per layer, a ReduceScatter and an
+    AllGather over the ring of n / G servers, n / G - 1 steps each."""
+    return layers * 2 * (n // gpus_per_server - 1)
+
+
+def fsdp_pass(n: int, size: int, g: int, layers: int, steps: int, rng: random.Random) -> list[Flow]:
+    """FSDP2's backward pass (section 6.7) as chained ring steps. G parallel rings (logical GPU j sends to
+    j + G, hierarchical: the intra-server part is off the fabric); logical server s sits on a physical server
+    drawn at random, each GPU keeping its rank. Every step sends one shard (`size`) per GPU; logical GPU j's
+    flow of step t waits for the flow of step t - 1 into it (from j - G), as a ring's next send needs what it
+    received. Flow ids: t x n + j + 1. `steps` > 0 keeps the pass's first steps."""
+    if n % g:
+        raise WorkloadError(f"fsdp places whole servers of {g} GPUs: {n} hosts is not a multiple")
+    if n // g < 2:
+        raise WorkloadError(f"fsdp needs at least two servers of {g} GPUs: {n} hosts make one")
+    total = fsdp_steps(n, g, layers)
+    if steps > total:
+        raise WorkloadError(f"fsdp has {total} ring steps for {layers} layer(s) over {n // g} servers, not {steps}")
+    servers = list(range(n // g))
+    rng.shuffle(servers)
+    place = [servers[j // g] * g + j % g for j in range(n)]
+    out = []
+    for t in range(steps or total):
+        for j in range(n):
+            after = (t - 1) * n + (j - g) % n + 1 if t else 0
+            out.append(Flow(t * n + j + 1, place[j], place[(j + g) % n], size, 0.0, after))
+    return out
 
 
 def make(name: str, n_hosts: int, size_bytes: int, seed: int, fan_in: int = 2, hosts_per_pod: int = 0) -> list[Flow]:

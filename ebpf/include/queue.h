@@ -111,6 +111,15 @@ static __always_inline void queue_add(__u32 ifindex, __u64 len, __u64 now)
     queue_join(ifindex, len, now, &p, &b);
 }
 
+/* A host NIC's queue takes a frame (host egress): its data frames are counted apart (queue_nic_depart). */
+static __always_inline void queue_nic_enqueue(__u32 ifindex, __u64 len, __u64 now)
+{
+    queue_add(ifindex, len, now);
+    struct port_q *q = len > ACK_FRAME_BYTES ? port_q.lookup(&ifindex) : NULL;
+    if (q)
+        __sync_fetch_and_add(&q->nic_data_pkts, 1);
+}
+
 static __always_inline void queue_sub(__u32 ifindex, __u64 len, __u64 now)
 {
     struct port_q *q = port_q.lookup(&ifindex);
@@ -149,7 +158,11 @@ static __always_inline void queue_nic_depart(__u32 ifindex, __u64 len, __u64 now
         q->nic_gap_max_ns = gap;
     if (last && q->nic_dry && gap > q->nic_dry_gap_max_ns)
         q->nic_dry_gap_max_ns = gap;
-    q->nic_dry = *(volatile __u64 *)&q->pkts == 0;
+    if (last && !q->nic_dry && gap > q->nic_held_gap_max_ns)
+        q->nic_held_gap_max_ns = gap;
+    /* the sender's gap, not the NIC's, when no data frame waited behind this one (ACKs waiting do not count:
+     * they go first, and a host that receives while its window is closed has them) */
+    q->nic_dry = __sync_fetch_and_add(&q->nic_data_pkts, -1) <= 1;
     /* every frame the NIC sent up to this data frame, ACKs included, in bytes of line time */
     q->nic_data_bytes = q->rx_bytes + q->rx_pkts * overhead;
     q->nic_last_data_ns = q->last_rx_ns; /* on the same clock as first_rx_ns (queue_sub) */

@@ -138,8 +138,10 @@ struct port_q {
     __u64 nic_data_bytes;   /* bytes the NIC had sent (ACKs included) up to its last data frame */
     __u64 buf_drops;        /* data packets dropped because the port's buffer (run_cfg.buffer_bytes) was full */
     __u64 buf_ack_drops;    /* ACKs dropped so */
-    __u64 nic_dry;          /* host NIC: its queue was empty when its previous data frame reached the switch */
-    __u64 nic_dry_gap_max_ns; /* longest gap between two data frames that began with the NIC's queue empty */
+    __u64 nic_dry;          /* host NIC: no data frame waited in its queue when its previous data frame reached the switch */
+    __u64 nic_dry_gap_max_ns; /* longest gap between two data frames that began with no data frame in the NIC's queue */
+    __u64 nic_data_pkts;    /* host NIC: data frames in its queue now (its ACKs, served first, left out) */
+    __u64 nic_held_gap_max_ns; /* longest gap between two data frames that began with data frames waiting: the NIC's own */
 };
 
 /* Per-flow receive counters at the destination host: flow_rx[flow id]. */

@@ -2,7 +2,7 @@
 presets (testbed.run.paper; the matrix's `figure` names which): Fig. 7's
 CCT increase against the message size with its 1/sqrt(m) trend, Fig. 8's
 packet size with the model of Thm. 6 and its optimum (the red dot), Fig.
-11's mixes between their two ends, Fig. 13's four panels, Fig. 17's ratio
+11's mixes between their two ends, Fig. 13's four panels, Fig. 14's per model and CCA, Fig. 17's ratio
 of DRB's largest queue to Ofan's, Fig. 18's average queue per layer with
 the model's lines (testbed.measure.queue_model). Means over the valid runs,
 error bars one standard error. Other figures are drawn by what the sweep
@@ -145,39 +145,58 @@ def fig11(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
              _save(fig, out_dir / "fig11-mixes.png"))]
 
 
-def fig13(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
-    """Per congestion control a panel, per workload (without and with EPLB) a group: CCT increase and largest
-    switch queue per scheme."""
-    s = summarise(sw.rows)
+def _grouped(s: pd.DataFrame, group: str, names: dict[Any, str], metrics: tuple[tuple[str, str, float, bool], ...],
+             title: str, stem: str, out_dir: Path) -> list[tuple[str, Path]]:
+    """Per congestion control a panel, per value of `group` a group of bars, per scheme a bar: each metric
+    (column, axis label, scale, log axis) a figure."""
     ccs = list(dict.fromkeys(s["cell_cc"]))
-    loads = list(dict.fromkeys(s["workload"]))
+    groups = list(dict.fromkeys(s[group]))
     schemes = list(dict.fromkeys(s["cell_label"]))
     out = []
-    for metric, label, scale, log in (("cct_increase", CCT_LABEL, 100.0, False),
-                                      ("max_queue_pkts", "largest switch queue (packets)", 1.0, True)):
+    for metric, label, scale, log in metrics:
         plt = _plt()
         fig, axes = plt.subplots(1, len(ccs), figsize=(4.6 * len(ccs) + 1, 4.2), squeeze=False)
         width = 0.8 / max(1, len(schemes))
         for ax, cc in zip(axes[0], ccs):
             for i, scheme in enumerate(schemes):
                 vals, errs = [], []
-                for w in loads:
-                    r = s[(s["cell_cc"] == cc) & (s["workload"] == w) & (s["cell_label"] == scheme)]
+                for g in groups:
+                    r = s[(s["cell_cc"] == cc) & (s[group] == g) & (s["cell_label"] == scheme)]
                     vals.append(scale * float(r[f"{metric}_mean"].iloc[0]) if len(r) else math.nan)
                     errs.append(scale * float(r[f"{metric}_sem"].iloc[0]) if len(r) else 0.0)
-                ax.bar([j + i * width for j in range(len(loads))], vals, width, yerr=errs, capsize=2, label=scheme)
-            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(loads))],
-                          ["with EPLB" if w.endswith("eplb") else "without EPLB" for w in loads])
+                ax.bar([j + i * width for j in range(len(groups))], vals, width, yerr=errs, capsize=2, label=scheme)
+            ax.set_xticks([j + 0.4 - width / 2 for j in range(len(groups))], [names.get(g, str(g)) for g in groups])
             ax.set_title("no CCA" if cc == "none" else cc)
             ax.set_ylabel(label)
             if log:
                 ax.set_yscale("log")
             ax.grid(axis="y", alpha=0.3)
         axes[0][0].legend(fontsize="small")
-        name = "cct" if metric == "cct_increase" else "queue"
-        out.append((f"Fig. 13: MoE dispatch, {label.split(' (')[0]} per scheme, without and with EPLB, per CCA",
-                    _save(fig, out_dir / f"fig13-{name}.png")))
+        out.append((f"{title}, {label.split(' (')[0]} per scheme", _save(fig, out_dir / f"{stem}-{metric}.png")))
     return out
+
+
+def fig13(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
+    """Per congestion control a panel, per workload (without and with EPLB) a group: CCT increase and largest
+    switch queue per scheme."""
+    s = summarise(sw.rows)
+    names = {w: "with EPLB" if str(w).endswith("eplb") else "without EPLB" for w in s["workload"]}
+    return _grouped(s, "workload", names, (("cct_increase", CCT_LABEL, 100.0, False),
+                                           ("max_queue_pkts", "largest switch queue (packets)", 1.0, True)),
+                    "Fig. 13: MoE dispatch, without and with EPLB, per CCA", "fig13", out_dir)
+
+
+FSDP_MODELS = {119 * 4096: "8B", 418 * 4096: "70B", 1533 * 4096: "405B"}  # section 6.7's packets per flow and step
+
+
+def fig14(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
+    """Per congestion control a panel, per model a group: the chained pass's CCT increase (log), the
+    receivers' utilisation and the largest switch queue per scheme, as Fig. 14's panels."""
+    s = summarise(sw.rows)
+    return _grouped(s, "size_bytes", FSDP_MODELS, (("cct_increase", CCT_LABEL, 100.0, True),
+                                                   ("utilisation", "utilisation (%)", 100.0, False),
+                                                   ("max_queue_pkts", "largest switch queue (packets)", 1.0, False)),
+                    "Fig. 14: FSDP2's backward pass per model and CCA", "fig14", out_dir)
 
 
 def _hosts(k: int, topology: str) -> int:
@@ -246,7 +265,7 @@ def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
 
 
 DRAW: dict[str, Callable[[Sweep, Path], list[tuple[str, Path]]]] = {
-    "fig7": fig7, "fig8": fig8, "fig11": fig11, "fig13": fig13, "fig17": fig17, "fig18": fig18}
+    "fig7": fig7, "fig8": fig8, "fig11": fig11, "fig13": fig13, "fig14": fig14, "fig17": fig17, "fig18": fig18}
 
 
 def draw(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:

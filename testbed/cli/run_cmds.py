@@ -41,6 +41,10 @@ def add_run(sub: Any) -> None:
     run.add_argument("--fan-in", type=args.positive_int, default=2, help="incast senders (default 2)")
     run.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     run.add_argument("--gpus-per-server", type=args.positive_int, default=8, help="ring/fsdp: host i sends to i+G; moe: GPUs per server (default 8)")
+    run.add_argument("--layers", type=args.positive_int, default=1,
+                     help="fsdp: layers of the backward pass, each a ring ReduceScatter and AllGather (default 1)")
+    run.add_argument("--steps", type=args.positive_int, default=None,
+                     help="fsdp: only the pass's first N ring steps (default all; 1 needs no --cc)")
     run.add_argument("--stride", type=args.positive_int, default=None, help="stride: host i sends to i+S (default: hosts per pod)")
     run.add_argument("--matrix", default=None, help="moe: n x n traffic matrix in bytes (.csv or .npy)")
     run.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")
@@ -170,6 +174,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
     return RunParams(a.workload, a.size or 0, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
+                     layers=a.layers, steps=a.steps or 0,
                      moe_skew=a.skew, eplb=a.eplb, mix=a.mix, mix_base=a.mix_base, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
                      flows_file=a.flows, cm_rate_bps=a.cm_rate, propagation=a.propagation, **tp,
@@ -379,7 +384,7 @@ def cmd_demo(a: argparse.Namespace) -> int:
     return 0
 
 
-IDEAL_WORKLOADS = ("permutation", "ring", "fsdp", "stride")
+IDEAL_WORKLOADS = ("permutation", "ring", "stride")
 
 
 def add_ideal(sub: Any) -> None:

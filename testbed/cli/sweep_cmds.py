@@ -122,6 +122,9 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--mix-base", default="ar", help="the scheme of the switches a mix leaves out (default ar)")
     sw.add_argument("--gpus-per-server", type=args.positive_int, default=8,
                     help="ring, fsdp, moe: GPUs per server (default 8)")
+    sw.add_argument("--layers", type=args.positive_int, default=1, help="fsdp: layers of the backward pass (default 1)")
+    sw.add_argument("--steps", type=args.positive_int, default=None,
+                    help="fsdp: only the pass's first N ring steps (default all)")
     args.add_propagation(sw)
     args.add_wire_overhead(sw)
     args.add_ack_priority(sw)
@@ -146,7 +149,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
                   a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
                   propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority,
                   rate_factor=a.rate_factor or 1.0, gpus_per_server=a.gpus_per_server, mixes=a.mixes,
-                  mix_base=a.mix_base)
+                  mix_base=a.mix_base, layers=a.layers, steps=a.steps or 0)
 
 
 def describe(row: dict[str, Any]) -> str:

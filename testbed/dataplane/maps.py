@@ -53,7 +53,8 @@ class PortQ(ct.Structure):
         "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
         "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
         "busy_periods", "max_giveups", "nic_last_ns", "nic_work_ns", "nic_work_max_ns", "nic_last_data_ns", "nic_gap_max_ns",
-        "nic_b2b", "ecn_marked", "nic_data_bytes", "buf_drops", "buf_ack_drops", "nic_dry", "nic_dry_gap_max_ns")]
+        "nic_b2b", "ecn_marked", "nic_data_bytes", "buf_drops", "buf_ack_drops", "nic_dry", "nic_dry_gap_max_ns",
+        "nic_data_pkts", "nic_held_gap_max_ns")]
 
 
 PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # PortQ as numpy sees it: every field a u64

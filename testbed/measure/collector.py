@@ -57,7 +57,8 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
             signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
             q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns,
             busy, q.busy_periods, q.max_giveups, q.nic_work_max_ns, q.nic_gap_max_ns, q.nic_b2b, q.ecn_marked,
-            q.nic_last_data_ns, q.nic_data_bytes, q.buf_drops, q.buf_ack_drops, q.nic_dry_gap_max_ns)
+            q.nic_last_data_ns, q.nic_data_bytes, q.buf_drops, q.buf_ack_drops, q.nic_dry_gap_max_ns,
+            q.nic_held_gap_max_ns)
     return out
 
 

@@ -3,13 +3,20 @@
 A CPU saturated for part of a run distorts it as much as one saturated
 throughout, but an average over the run (drain and start included) hides
 it. A thread samples every CPU's idle time every PERIOD_S while the run
-goes; the verdict judges the busiest CPU over any WINDOW_S window.
+goes; the verdict judges the busiest CPU over any window of WINDOW_S, or of
+as many packet times of the run as the verdict lets a NIC or a link be late
+(the stall and CPU-gap criteria's 4), whichever is longer.
 
-Why 100 ms: it holds about 150 packet times at k=4 and thousands at the
-paper-scale rates, so a CPU busy throughout it is saturated, not late for
-one packet (single late timers are the CPU-gap criterion's, at 4 packet
-times); and it is short against a run (a k=4 1 MB run lasts about 0.2 s, a
-paper-scale one seconds), so a pegged stretch of a tenth of a run is seen.
+Why: a CPU busy throughout a window delayed the work queued on it by up to
+the window's length, so a window as long as the lateness the other criteria
+allow is the shortest in which saturation is more than what they already
+judge directly (a late dequeue, a stalled NIC). 100 ms holds about 75-150
+packet times at k=4's rates, so there the floor rules; at the paper-scale
+rates a packet time is 22-140 ms (k=12 to the k=64 leaf-spine with ACKs)
+and 100 ms would be one or two packet times, a burst that the CPU-gap and
+stall criteria see for what it did. The window stays short against a run
+(a k=4 1 MB run lasts about 0.2 s, a paper-scale one many seconds), so a
+pegged stretch of a tenth of a run is seen.
 
 Two clocks of idle time, because neither alone is exact over 100 ms:
 /proc/stat's idle (and iowait) includes the idle period in progress but
@@ -116,8 +123,10 @@ def busiest(samples: Sequence[Sample], window_s: float | None = None) -> Busiest
 class Sampler:
     """Samples every CPU's idle time every PERIOD_S in a thread, from `start()` to `stop()`."""
 
-    def __init__(self, period_s: float = PERIOD_S) -> None:
+    def __init__(self, period_s: float = PERIOD_S, min_window_s: float = 0.0) -> None:
+        """`min_window_s`: windows at least this long (the run's allowed lateness; the module's doc)."""
         self.period_s = period_s
+        self.min_window_s = min_window_s
         self.samples: list[Sample] = []
         self._files = _cpuidle_files(len(_stat_idle()))
         self.exact = self._files is not None  # cpuidle's clock: WINDOW_S windows; else FALLBACK_WINDOW_S
@@ -140,4 +149,4 @@ class Sampler:
         self._stop.set()
         self._thread.join()
         self.samples.append(self._sample())
-        return busiest(self.samples)
+        return busiest(self.samples, max(WINDOW_S if self.exact else FALLBACK_WINDOW_S, self.min_window_s))

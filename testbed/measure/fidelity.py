@@ -14,8 +14,9 @@ tolerance, and a reason naming the worst offender when it fails:
   NIC_BURST_MAX frames in any window (`nic_burst_pkts`);
 - stalls: no NIC left a gap longer than STALL_MAX_PKTS packet times between
   two of its data frames (`nic_stall_pkts`); the longest gap that began with
-  the NIC's queue empty (`nic_dry_pkts`) says whether its sender or the NIC
-  itself was late, in this reason and the timing one;
+  no data frame in the NIC's queue (`nic_dry_pkts`; its ACKs, served first,
+  do not count) says whether its sender or the NIC itself was late, in this
+  reason and the timing one;
 - service: every link that carried traffic served at >= 97 % of its rate
   while busy, its starting tokens removed: otherwise the kernel dequeued late;
 - delivery: an exact balance, every data packet sent was received or counted
@@ -168,9 +169,10 @@ class Delivery:
         return max(0, -self.balance - self.ack_losses_possible)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Evidence:
-    """What a run measured about itself; `verdict` judges it."""
+    """What a run measured about itself; `verdict` judges it. Built by name only: a field added in the middle
+    cannot shift the others."""
 
     pacing: Mapping[str, float]  # host -> achieved / paced rate - 1
     service: Mapping[str, float]  # port -> achieved / configured rate while busy
@@ -192,7 +194,8 @@ class Evidence:
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
     nic_stamped: bool = False  # NIC departures from the kernel's hand-over stamps (testbed.fabric.rx_timestamps)
     loop: LoopTiming | None = None  # transport runs: how late the user-space transport acted
-    nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with its queue empty
+    nic_dry_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with no data queued
+    nic_held_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> longest gap begun with data waiting
     timers: TimerLateness | None = None  # the qdisc timers' lateness (testbed.fabric.qdisc_timers); None: not observed
     feedback_lost: int = 0  # REPS entropies overwritten in a full delay line before they were usable (host_lb.h)
     ideal: dict[str, Any] | None = None  # the run's place in the ideal fabric's distribution (measure.envelope)
@@ -225,6 +228,7 @@ class Verdict:
     nic_burst_pkts: float
     nic_stall_pkts: float
     nic_dry_pkts: float
+    nic_held_pkts: float
     nic_back_to_back: int
     delivery: dict[str, Any]
     max_giveups: int
@@ -265,7 +269,7 @@ GAP_CAUSES = ("sender", "cpu", "nic")  # whose a NIC's longest gap was: see gap_
 
 
 def gap_cause(e: Evidence, host: str) -> str:
-    """Whose a NIC's longest gap was: "sender" when the NIC's queue was empty as the gap began; else the NIC's
+    """Whose a NIC's longest gap was: "sender" when no data frame was in the NIC's queue as the gap began; else the NIC's
     own, with frames waiting: "cpu" when the run's qdisc timers fired TIMER_LATE_NOTE_S late or more (a CPU
     took no interrupt that long), "nic" when they were on time; "" when the NIC's queue was not observed."""
     if host not in e.nic_dry_pkts:
@@ -275,10 +279,17 @@ def gap_cause(e: Evidence, host: str) -> str:
     return "cpu" if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S else "nic"
 
 
+def _held_cause(e: Evidence) -> str:
+    if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S:
+        return (f"with data frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
+                f"on CPU {e.timers.max_cpu}")
+    return "with data frames waiting: its timer or its CPU was late"
+
+
 def _gap_cause(e: Evidence, host: str) -> str:
     cause = gap_cause(e, host)
     if cause == "sender":
-        return "its queue was empty: its sender was late"
+        return "no data frame waited in its queue: its sender was late"
     if cause == "cpu":
         assert e.timers is not None
         return (f"with frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
@@ -312,14 +323,15 @@ def _reasons(e: Evidence) -> list[str]:
     if burst > NIC_BURST_MAX_PKTS:
         out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
                    f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)")
-    # in transport runs a NIC waits for its window (its queue empty: the sender's); a gap with frames waiting is
+    # in transport runs a NIC waits for its window or its chain (no data queued: the sender's); a gap with data waiting is
     # the emulator's in every run
-    stalls = e.nic_stall_pkts if paced else {h: v for h, v in e.nic_stall_pkts.items()
-                                            if gap_cause(e, h) in ("cpu", "nic")}
-    host, stall = _worst(stalls)
+    # (the NIC's longest such gap, not only its longest gap: a chain's waits are longer than any stall)
+    held = e.nic_held_pkts if e.nic_held_pkts else {h: v for h, v in e.nic_stall_pkts.items()
+                                                    if gap_cause(e, h) in ("cpu", "nic")}
+    host, stall = _worst(e.nic_stall_pkts if paced else held)
     if stall > STALL_MAX_PKTS:
-        out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g}; "
-                   f"{_gap_cause(e, host)})")
+        cause = _gap_cause(e, host) if paced else _held_cause(e)
+        out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g}; {cause})")
     port, service = _worst(e.service, lambda v: -v)
     if e.service and service < SERVICE_MIN:
         out.append(f"busy link {port} served at {100 * service:.1f} % of its rate (minimum "
@@ -411,6 +423,7 @@ def verdict(e: Evidence) -> Verdict:
         nic_burst_pkts=max(e.nic_burst_pkts.values(), default=0.0),
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
         nic_dry_pkts=max(e.nic_dry_pkts.values(), default=0.0),
+        nic_held_pkts=max(e.nic_held_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
         delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted,
                   "overcounted": e.delivery.overcounted}, max_giveups=e.max_giveups,

@@ -44,7 +44,8 @@ class PortSample:
     nic_data_bytes: int = 0  # the bytes the NIC had sent up to it, ACKs included
     buf_drops: int = 0  # data packets dropped because the port's finite buffer was full
     buf_ack_drops: int = 0  # ACKs dropped so
-    nic_dry_gap_max_ns: int = 0  # host NIC queues: longest gap between data frames that began with the queue empty
+    nic_dry_gap_max_ns: int = 0  # host NIC queues: longest gap between data frames that began with no data frame queued
+    nic_held_gap_max_ns: int = 0  # and the longest that began with data frames waiting (the NIC's own)
 
     def nic_span(self, overhead: int = 0) -> tuple[int, int]:
         """A NIC's own sending: from its first frame to its last data frame, and the bytes of line time it sent
@@ -71,7 +72,8 @@ class FlowSample:
 
 def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
                       burst_bytes: int, ack_frame_bytes: int = 0, nic_burst_bytes: int | None = None,
-                      shift_s: Mapping[int, float] | None = None) -> float:
+                      shift_s: Mapping[int, float] | None = None,
+                      after_s: Mapping[int, float] | None = None) -> float:
     """No collective can finish sooner: each host's NIC (a token bucket of
     `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
     time t, and each host's last link (a token bucket at line rate) delivers at
@@ -91,7 +93,13 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     `shift_s` (flow id -> seconds): what propagation adds to that flow's
     completion (propagation_shift_s). The last of a host's bytes completes a
     flow at least the smallest shift among the flows it carries later, so
-    each host's term grows by that; without it every shift is 0."""
+    each host's term grows by that; without it every shift is 0.
+
+    Chained flows (`Flow.after`, FSDP's ring steps): a flow cannot start
+    before the flow it waits for was delivered (its own sending time after
+    its own start) plus `after_s[fid]` (the propagation its input still had
+    to cross), so the chain's critical path is a bound too: the latest, over
+    chained flows, of its earliest delivery plus its shift."""
     nic_burst = burst_bytes if nic_burst_bytes is None else nic_burst_bytes
     shift = shift_s or {}
     out: dict[int, list[tuple[float, int, float]]] = {}  # host -> (start, bytes, shift) it sends
@@ -115,8 +123,18 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
             best = max(best, t + max(0, later - burst) * 8 / rate + least)
         return best
 
-    return max(max(need(v, nic_burst, host_rate_bps) for v in out.values()),
-               max(need(v, burst_bytes, rate_bps) for v in into.values()))
+    hosts = max(max(need(v, nic_burst, host_rate_bps) for v in out.values()),
+                max(need(v, burst_bytes, rate_bps) for v in into.values()))
+    if not any(f.after for f in flows):
+        return hosts
+    wait = after_s or {}
+    delivered: dict[int, float] = {}  # fid -> earliest delivery of its last byte, without its shift
+    for f in sorted(flows, key=lambda x: x.fid):  # a chain's flows come after the flows they wait for
+        b = pk.wire_bytes(f.size_bytes)
+        before = delivered.get(f.after)  # a flow it waits for that is not among these: no wait
+        ready = max(f.start_bits / rate_bps, before + wait.get(f.fid, 0.0) if before is not None else 0.0)
+        delivered[f.fid] = ready + max(max(0, b - nic_burst) * 8 / host_rate_bps, max(0, b - burst_bytes) * 8 / rate_bps)
+    return max(hosts, max(t + shift.get(fid, 0.0) for fid, t in delivered.items()))
 
 
 def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, acks: bool) -> dict[int, float]:
@@ -126,6 +144,14 @@ def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, ack
     approximation whose error the ideal fabric measures (README, "Propagation")."""
     legs = 2 if acks else 1
     return {f.fid: legs * path_links(tree, f.src, f.dst) * link_s for f in flows}
+
+
+def chain_wait_s(tree: FatTree, flows: Iterable[Flow], link_s: float) -> dict[int, float]:
+    """Chained flows: how long after the flow it waits for arrived in full (as the kernel delivered it) each may
+    start: that flow's one-way propagation, which its last packet had still to cross."""
+    by_fid = {f.fid: f for f in flows}
+    return {f.fid: path_links(tree, by_fid[f.after].src, by_fid[f.after].dst) * link_s
+            for f in by_fid.values() if f.after}
 
 
 def completion_ns(ends_ns: Mapping[int, int], shift_s: Mapping[int, float]) -> int:
@@ -327,7 +353,8 @@ class NicTiming:
 
     burst: dict[str, float]  # how far its NIC ran ahead of a strictly periodic source in its worst window
     stall: dict[str, float]  # its longest gap between two data frames, minus one packet time
-    dry: dict[str, float]  # the longest of those gaps that began with its queue empty (its sender was late)
+    dry: dict[str, float]  # the longest of those gaps that began with no data frame queued (its sender was late)
+    held: dict[str, float]  # the longest that began with data frames waiting (the NIC's own: its timer, its CPU)
     back_to_back: dict[str, int]  # its data frames sent less than half a packet time apart
 
 
@@ -337,12 +364,13 @@ def nic_periodicity(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Po
     records: the burst is the periodic-server work maximum minus one frame
     (ebpf/include/queue.h, queue_nic_depart)."""
     t = packet_time_ns(pk, host_rate_bps)
-    out = NicTiming({}, {}, {}, {})
+    out = NicTiming({}, {}, {}, {}, {})
     for name, s in _source_ports(tree, flows, ports).items():
         if s.rx_pkts < 2:
             continue
         out.burst[name] = max(0.0, (s.nic_work_max_ns - t) / t)
         out.stall[name] = max(0.0, (s.nic_gap_max_ns - t) / t)
         out.dry[name] = max(0.0, (s.nic_dry_gap_max_ns - t) / t)
+        out.held[name] = max(0.0, (s.nic_held_gap_max_ns - t) / t)
         out.back_to_back[name] = s.nic_b2b
     return out

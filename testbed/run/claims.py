@@ -170,10 +170,12 @@ CLASS_SQRT = ("rps", "reps", "ar")
 CLASS_FLAT = ("ethereal", "drb", "4ofan", "ofan")
 FIG8_PAYLOADS_QUICK = (1024, 2048, 4096, 8192, 16384)
 FIG8_PAYLOADS_PAPER = (1024, 2048, 4096, 8192, 16384, 32768)
+MIXES = ("none", "random:0.5", "pods:0.5", "agg", "edge")  # Fig. 11: all of one scheme, and the four mixes
+MIXED = MIXES[1:]
 
 
 def _m(schemes: tuple[str, ...], **kw: Any) -> Matrix:
-    acks = any(s in ("reps", "conga") for s in schemes)
+    acks = bool(kw.pop("acks", False)) or any(s in ("reps", "conga") for s in schemes)
     return Matrix(schemes, acks=acks, retries=1, **kw)
 
 
@@ -209,6 +211,27 @@ def experiments() -> dict[str, Experiment]:
         Experiment("fig12", "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
                    _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,)),
                    _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=(1,))),
+        Experiment("fig11", "4Ofan on half the LB switches among AR ones, four ways, a 1 MB permutation (Fig. 11)",
+                   _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
+                   _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=(1, 2))),
+        Experiment("fig13", "MoE dispatch, hierarchical, skew 1.48x and 1.13x (EPLB), without a CCA and with NSCC "
+                   "(Fig. 13)",
+                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(64 * KB,), ccs=("none", "nscc"), gpus_per_server=4,
+                      payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2)),
+                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(MB,), ccs=("none", "nscc"), ks=(8,),
+                      payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2))),
+        Experiment("fig14", "FSDP2's chained backward pass on Llama-3 405B (1,533 packets per step), NSCC and Swift "
+                   "(Fig. 14)",
+                   _m(MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), gpus_per_server=4,
+                      seeds=(1,)),
+                   _m(MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), ks=(8,), steps=8,
+                      seeds=(1,))),
+        Experiment("fig14m", "FSDP2's chained backward pass per model: 8B and 405B, Ofan, AR and REPS with NSCC "
+                   "(Fig. 14)",
+                   _m(("ar", "reps", "ofan"), workloads=("fsdp",), sizes=(119 * 4096, 1533 * 4096), ccs=("nscc",),
+                      gpus_per_server=4, seeds=(1,)),
+                   _m(("ar", "reps", "ofan"), workloads=("fsdp",), sizes=(119 * 4096, 1533 * 4096), ccs=("nscc",),
+                      ks=(8,), steps=8, seeds=(1,))),
         Experiment("fig17", "DRB's and Ofan's largest queue against the network size, inter-pod permutation "
                    "(Fig. 17)",
                    _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
@@ -522,6 +545,145 @@ def c_fig12(cc: str, lo: float) -> Callable[[Data], Outcome]:
     return check
 
 
+def _mixes(d: Data) -> tuple[Stat, Stat, dict[str, Stat]] | None:
+    rows = d.of("fig11")
+    ar, p4 = stat(rows, "cct_increase", cell_label="ar", cell_mix="none"), \
+        stat(rows, "cct_increase", cell_label="4ofan", cell_mix="none")
+    mixes = {m: stat(rows, "cct_increase", cell_label="4ofan", cell_mix=m) for m in MIXED}
+    if not (ar.ok and p4.ok and all(v.ok for v in mixes.values())):
+        return None
+    return ar, p4, mixes
+
+
+def _mix_detail(ar: Stat, p4: Stat, mixes: dict[str, Stat]) -> str:
+    return (f"all AR {pct(ar)}, all 4Ofan {pct(p4)}, midpoint {100 * (ar.mean + p4.mean) / 2:.2f} %; "
+            + ", ".join(f"{m} {pct(v)}" for m, v in mixes.items()))
+
+
+def c_fig11_mixes(d: Data) -> Outcome:
+    got = _mixes(d)
+    if got is None:
+        return no_data("fig11 (all AR, all 4Ofan and the four mixes)")
+    ar, p4, mixes = got
+    mid = (ar.mean + p4.mean) / 2
+    lowers = all(v.mean < ar.mean for v in mixes.values())
+    above = all(v.mean >= mid - v.sem for v in mixes.values())
+    worst = max(v.mean for v in mixes.values())
+    return Outcome(verdict(lowers and above), 100 * (min(v.mean for v in mixes.values()) - mid), None,
+                   "points, the best mix above the midpoint", _mix_detail(ar, p4, mixes),
+                   "" if lowers else f"a mix read {100 * worst:.2f} %, not below all-AR's {pct(ar)}")
+
+
+def c_fig11_edge(d: Data) -> Outcome:
+    got = _mixes(d)
+    if got is None:
+        return no_data("fig11 (all AR, all 4Ofan and the four mixes)")
+    ar, p4, mixes = got
+    best = min(mixes, key=lambda m: mixes[m].mean)
+    return Outcome(verdict(best == "edge"), 100 * mixes["edge"].mean, 100 * mixes["edge"].sem,
+                   "% CCT increase, 4Ofan at the edge", _mix_detail(ar, p4, mixes) + f"; best mix: {best}")
+
+
+MOE = ("ar", "reps", "ofan", "4ofan")
+
+
+def c_fig13_receivers(d: Data) -> Outcome:
+    rows = valid(d.of("fig13"))
+    if rows.empty:
+        return no_data("fig13")
+    parts, ok, spread_worst = [], True, 0.0
+    for wl in ("moe", "moe-eplb"):
+        sub = rows[(rows["cell_workload"] == wl) & (rows["cell_cc"] == "none")]
+        if sub.empty or not all((sub["cell_label"] == s).any() for s in MOE):
+            return no_data(f"fig13 {wl} without a CCA for every scheme")
+        stages = {st: float(sub[f"queue_{st}_max_pkts"].max()) for st in STAGES_UP + STAGES_DOWN + ("edge_host",)}
+        at_receivers = stages["edge_host"] >= max(stages.values())
+        t_pkt = (sub["cell_payload"] + 58 + 24) * 8 / sub["rate_bps"]  # one frame's line time
+        big = float((sub["queue_edge_host_max_pkts"] / (sub["cct_lower_bound_s"] / t_pkt)).median())
+        cct = {s: float(sub[sub["cell_label"] == s]["cct_s"].mean()) for s in MOE}
+        spread = max(cct.values()) / min(cct.values()) - 1
+        spread_worst = max(spread_worst, spread)
+        ofan_best = cct["ofan"] <= min(cct[s] for s in ("ar", "reps")) * 1.02
+        ok = ok and at_receivers and big >= 0.10 and spread <= 0.10 and ofan_best
+        parts.append(f"{wl}: largest queue at the receivers {stages['edge_host']:.0f} packets (other stages up to "
+                     f"{max(v for k, v in stages.items() if k != 'edge_host'):.0f}), {100 * big:.0f} % of the bound "
+                     f"in packet times; CCT spread {100 * spread:.1f} % ("
+                     + ", ".join(f"{s} {1e3 * v:.1f} ms" for s, v in cct.items()) + ")")
+    return Outcome(verdict(ok), 100 * spread_worst, None, "% CCT spread over the schemes (worst skew)",
+                   "; ".join(parts))
+
+
+def c_fig13_nscc(d: Data) -> Outcome:
+    rows = d.of("fig13")
+    gaps: dict[str, Stat] = {}
+    parts = []
+    for wl in ("moe", "moe-eplb"):
+        st = {s: stat(rows, "cct_increase", cell_label=s, cell_workload=wl, cell_cc="nscc") for s in MOE}
+        if not all(v.ok for v in st.values()):
+            return no_data(f"fig13 {wl} with NSCC")
+        other = min(("ar", "reps"), key=lambda s: st[s].mean)
+        gaps[wl] = diff(st[other], st["ofan"])
+        parts.append(f"{wl}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
+    ok = all(g.mean > 0 for g in gaps.values()) and gaps["moe-eplb"].mean > gaps["moe"].mean
+    return Outcome(verdict(ok), 100 * gaps["moe-eplb"].mean, 100 * gaps["moe-eplb"].sem,
+                   "points, the better of AR and REPS minus Ofan (EPLB)",
+                   "; ".join(parts) + "; gaps " + ", ".join(f"{wl} {100 * g.mean:.2f}" for wl, g in gaps.items()))
+
+
+def c_fig14_factor(d: Data) -> Outcome:
+    rows = d.of("fig14")
+    parts, factors = [], []
+    for cc in ("nscc", "swift"):
+        st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in MOE}
+        if not all(v.ok for v in st.values()):
+            return no_data(f"fig14 with {cc}")
+        base = min(st["ar"].mean, st["reps"].mean)
+        f = {s: base / st[s].mean if st[s].mean > 0 else math.inf for s in ("ofan", "4ofan")}
+        factors += list(f.values())
+        parts.append(f"{cc}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items())
+                     + "; factors " + ", ".join(f"{s} {v:.1f}x" for s, v in f.items()))
+    ok = all(v >= 4 for v in factors)
+    return Outcome(verdict(ok), min(factors), None, "x, the smallest factor (Ofan or 4Ofan, NSCC or Swift)",
+                   "; ".join(parts))
+
+
+def c_fig14_models(d: Data) -> Outcome:
+    rows = d.of("fig14m")
+    sizes = (119 * 4096, 1533 * 4096)
+    st = {(s, m): stat(rows, "cct_increase", cell_label=s, size_bytes=m) for s in ("ar", "reps", "ofan") for m in sizes}
+    if not all(v.ok for v in st.values()):
+        return no_data("fig14m (8B and 405B)")
+    ofan_falls = st[("ofan", sizes[1])].mean < st[("ofan", sizes[0])].mean
+    ratio = {s: st[(s, sizes[1])].mean / st[(s, sizes[0])].mean if st[(s, sizes[0])].mean > 0 else math.inf
+             for s in ("ar", "reps", "ofan")}
+    ok = ofan_falls and ratio["ofan"] < min(ratio["ar"], ratio["reps"])
+    return Outcome(verdict(ok), ratio["ofan"], None, "Ofan's increase at 405B over 8B",
+                   ", ".join(f"{s} {pct(st[(s, sizes[0])])} at 8B, {pct(st[(s, sizes[1])])} at 405B" for s in
+                             ("ar", "reps", "ofan")))
+
+
+def c_fig18_model(d: Data) -> Outcome:
+    from ..measure import queue_model
+
+    rows = valid(d.of("fig17"))
+    rows = rows[rows["cell_label"] == "ofan"] if not rows.empty else rows
+    if rows.empty:
+        return no_data("Ofan in fig17 (an inter-pod permutation without ACKs)")
+    parts, ok, edge_err = [], True, 0.0
+    for k, g in rows.groupby("k"):
+        model = queue_model.layer_means(int(k))
+        got = {st: float(g[f"queue_{st}_avg_pkts"].mean()) for st in queue_model.STAGES}
+        e = got["edge_agg"] - model["edge_agg"]
+        edge_err = max(edge_err, abs(e))
+        ok = ok and abs(e) <= max(0.25 * model["edge_agg"], 0.1)
+        ok = ok and all(got[st] <= max(3 * model[st], model[st] + 0.25) and model[st] <= max(3 * got[st], got[st] + 0.25)
+                        for st in queue_model.STAGES if st != "edge_agg")
+        parts.append(f"k={int(k)}: " + ", ".join(f"{st} {got[st]:.2f} (model {model[st]:.2f})"
+                                              for st in queue_model.STAGES))
+    return Outcome(verdict(ok), edge_err, None, "packets, the edge uplinks' largest error", "; ".join(parts),
+                   "" if ok else "the kernel counts a packet in a queue until the far end's program sees it")
+
+
 def c_memory(d: Data) -> Outcome:
     tree = FatTree(64, "c")
     b = models.b_bits(tree.w)
@@ -544,6 +706,10 @@ def c_rtt(d: Data) -> Outcome:
 
 
 def claims() -> list[Claim]:
+    return sorted(_claims(), key=lambda c: int(c.cid[1:]))
+
+
+def _claims() -> list[Claim]:
     return [
         Claim("C1", "Sec. 1, Fig. 1(a)", "At load 1 (1 MB permutation, no congestion control) REPS and AR saturate "
               "below 95 % utilisation while Ofan reaches about 99 %.", "REPS, AR < 95 %; Ofan about 99 %",
@@ -609,9 +775,9 @@ def claims() -> list[Claim]:
         Claim("C19", "Sec. 6.3, Fig. 10", "On a two-level fat tree Ofan and 4Ofan reduce the CCT by over 11 % "
               "against REPS and AR.", "> 11 % (k=64)",
               "1 - CCT(X) / min(CCT(AR), CCT(REPS)) >= 11 % for X = Ofan and 4Ofan", "fig10", c_fig10),
-        Claim("C20", "Sec. 6.4, Fig. 11", "Mixing 4Ofan with AR only lowers the CCT; every mix is slightly above the "
-              "midpoint (7.3 %); edge switches are the best place for 4Ofan.", "midpoint 7.3 %", "-", None,
-              needs="mixed deployments as a sweep dimension (--mix random:0.5|pods:0.5|agg|edge), a later issue"),
+        Claim("C20", "Sec. 6.4, Fig. 11", "Mixing 4Ofan with AR on half the LB switches only lowers the CCT, and every "
+              "mix is slightly above the midpoint of all-AR and all-4Ofan.", "below AR; above the midpoint (7.3 %)",
+              "every mix's mean CCT increase < all-AR's, and >= the midpoint minus its SEM", "fig11", c_fig11_mixes),
         Claim("C21", "Sec. 6.5, Fig. 12(a)", "With DCTCP, REPS's and AR's CCTs are multiplied by 3-4x while Ofan's "
               "and 4Ofan's increase stays under 1 %.", "3-4x; < 1 %",
               "Ofan and 4Ofan < 1 %, REPS and AR >= 2x the bound (a 4 MB permutation)", "fig12", c_fig12("dctcp", 0)),
@@ -621,17 +787,36 @@ def claims() -> list[Claim]:
         Claim("C23", "Sec. 6.5, Fig. 12", "With MSwift, REPS and AR are worse than Ofan and 4Ofan by at least 14 %.",
               ">= 14 points", "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 14 points (swift)", "fig12",
               c_fig12("swift", 0.14)),
-        Claim("C24", "Sec. 6.6, Fig. 13", "MoE dispatch without congestion control: the bottleneck is the receivers, "
-              "buffers grow beyond 100 MB and LB matters little; skew 1.48x, 1.13x with EPLB.", "> 100 MB", "-",
-              None, needs="the hierarchical expert-parallel dispatch generator with the paper's skews, a later "
-              "issue"),
+        Claim("C24", "Sec. 6.6, Fig. 13(a, b)", "MoE dispatch without congestion control: the bottleneck is the "
+              "receivers, their buffers grow large (beyond 100 MB), and LB matters little, Ofan a bit better; skew "
+              "1.48x, 1.13x with EPLB.", "> 100 MB at the receivers; small LB effect",
+              "for both skews: the largest queue at the receivers' links (E->H) is the largest of any stage and >= "
+              "10 % of the bound in packet times; the schemes' mean CCTs within 10 % of each other; Ofan's <= 1.02 x "
+              "the better of AR and REPS", "fig13", c_fig13_receivers),
         Claim("C25", "Sec. 6.7, Fig. 14", "FSDP2 on Llama-3 405B: Ofan (4Ofan) cuts the CCT increase by 16x (15x) "
-              "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.", "16x, 39x", "-", None,
-              needs="the chained FSDP2 backward pass with random server placement, a later issue"),
+              "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.", "16x, 39x",
+              "with NSCC and with Swift, the better of AR and REPS over Ofan's and over 4Ofan's CCT increase >= 4x "
+              "(a quarter of the paper's smallest factor)", "fig14", c_fig14_factor),
         Claim("C26", "Sec. 4.1", "At k=64 an edge switch needs 4K pointers (about 2.5 KB), an aggregation switch 126 "
               "(79 B), plus 20 B for the basis.", "2.5 KB, 79 B, 20 B",
               "the testbed's pointer count x ceil(log2 w) bits within 5 % (2 B for the aggregation switch)", None,
               c_memory),
+        Claim("C28", "Sec. 6.4, Fig. 11", "Edge switches are the best place to deploy 4Ofan among AR switches.",
+              "edge best", "of the four mixes, 4Ofan at every edge switch has the lowest mean CCT increase", "fig11",
+              c_fig11_edge),
+        Claim("C29", "Sec. 6.6, Fig. 13(c, d)", "MoE dispatch with NSCC: Ofan outperforms AR and REPS, by more with "
+              "the smaller skew (EPLB).", "Ofan best; larger gap with EPLB",
+              "with NSCC, the better of AR and REPS minus Ofan in CCT increase > 0 for both skews, and larger with "
+              "EPLB", "fig13", c_fig13_nscc),
+        Claim("C30", "Sec. 6.7, Fig. 14", "As the model grows, Ofan's relative CCT increase drops while AR's and "
+              "REPS's stay about constant.", "Ofan falls with model size",
+              "with NSCC, Ofan's CCT increase at 405B < at 8B, and its ratio 405B / 8B below AR's and REPS's",
+              "fig14m", c_fig14_models),
+        Claim("C31", "App. F.4, Fig. 18", "Ofan's average queue per switch layer follows the ND/D/1 model: the edge "
+              "uplinks well, the layers beyond more loosely.", "edge model holds; others approximate",
+              "Ofan in an inter-pod permutation (fig17's runs): the edge uplinks' mean queue within 25 % (or 0.1 "
+              "packets) of the model at every k, every other layer within 3x (or 0.25 packets) of it", None,
+              c_fig18_model),
         Claim("C27", "Sec. 6, 6.5", "The propagation RTT is about 150 packets; 1 MB is 1.7 RTTs and 4 MB 6.8.",
               "150; 1.7; 6.8", "the testbed's time base within 10 % of each", None, c_rtt),
     ]
@@ -656,7 +841,8 @@ def needed(selected: list[Claim]) -> list[str]:
     """The experiments the selected claims read, in order (C9 reads the runs without ACKs of several)."""
     out: list[str] = []
     for c in selected:
-        names = ("fig3", "fig6", "fig17") if c.cid == "C9" else (c.experiment,) if c.experiment else ()
+        names = ("fig3", "fig6", "fig17") if c.cid == "C9" else ("fig17",) if c.cid == "C31" else \
+            (c.experiment,) if c.experiment else ()
         out += [n for n in names if n not in out]
     return out
 

@@ -147,13 +147,14 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     switches.reset_host_state(maps, tree, p.seed, max_fid)
 
     ack_bytes = ACK_FRAME_BYTES + spec.wire_overhead if p.acks else 0  # bytes of line time
+    waits = metrics.chain_wait_s(tree, flows, prop.link_s)  # chained flows: their input's propagation
     bound0 = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
                                        nic_burst_bytes=nic_burst_of(spec, pk))
     bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
-                                      nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s)
+                                      nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s, after_s=waits)
     bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
                                          spec.burst, ack_frame_bytes=ack_bytes,
-                                         nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s)
+                                         nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s, after_s=waits)
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
@@ -236,10 +237,11 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
     if timers is not None:
         timers.zero()
     sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
-    cpu_sampler = cpu_windows.Sampler().start()
+    link_pkt_s = pk.wire_len(pk.payload) * 8 / spec.rate_bps  # windows as long as the lateness the verdict allows
+    cpu_sampler = cpu_windows.Sampler(min_window_s=fidelity.STALL_MAX_PKTS * link_pkt_s).start()
     try:
         sent = _send(fab, flows, pk, p.seed, bound, timeline, _sender_fault(p.inject),
-                     tp, rtts, trace_path, p.scheme is Scheme.REPS)
+                     tp, rtts, trace_path, p.scheme is Scheme.REPS, metrics.chain_wait_s(tree, flows, prop.link_s))
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         timeline.join()
         time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
@@ -316,13 +318,15 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     evidence = fidelity.Evidence(
-        pacing, service, metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, t_pkt, nic.burst, nic.stall,
-        nic.back_to_back, delivery,
-        drops["softnet"], cpu_busy, cpu_busiest, cpu_steal, sum(s.max_giveups for s in ports.values()),
-        sampler.rate_hz, cpu_awake, late, excess, bound0 / t_pkt, stamped, loop, nic.dry, timer_lateness,
-        sum(c["delay_lost"] for c in host_counts.values()),
+        pacing=pacing, service=service, start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
+        packet_time_s=t_pkt, nic_burst_pkts=nic.burst, nic_stall_pkts=nic.stall, nic_back_to_back=nic.back_to_back,
+        delivery=delivery, softnet_drops=drops["softnet"], cpu_busy=cpu_busy, cpu_busiest=cpu_busiest,
+        cpu_steal=cpu_steal, max_giveups=sum(s.max_giveups for s in ports.values()), sample_rate_hz=sampler.rate_hz,
+        cpu_awake=cpu_awake, nic_late_pkts=late, timing_excess_pkts=excess, bound_pkts=bound0 / t_pkt,
+        nic_stamped=stamped, loop=loop, nic_dry_pkts=nic.dry, timers=timer_lateness,
+        feedback_lost=sum(c["delay_lost"] for c in host_counts.values()),
         link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=outside_share,
-        outside_worst=outside_worst, window_s=outside_window_s, cpu_window=cpu_window)
+        outside_worst=outside_worst, window_s=outside_window_s, cpu_window=cpu_window, nic_held_pkts=nic.held)
     evidence = replace(evidence, ideal=_ideal_place(
         fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
         (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),
@@ -437,7 +441,7 @@ def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
 
 def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
           timeline: faults.Timeline, fault: str | None, tp: Transport, rtts: dict[int, int],
-          trace_path: Path, reps: bool) -> SendReport:
+          trace_path: Path, reps: bool, waits: dict[int, float]) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -450,6 +454,7 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         freeze = RepsFreeze(os.path.join(pin_dir(prefix), "reps"), Dims.of(fab.tree).n_flows,
                             round(reps_freeze_s(fab.spec.rate_bps) * 1e9)) if reps else None
         transport = {"transport": tp, "paths": _paths(fab.tree, flows), "base_rtts_ns": rtts, "reps": freeze,
+                     "after_ns": {fid: round(w * 1e9) for fid, w in waits.items()},
                      "trace_path": str(trace_path),
                      "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0])} if tp.on else {}
         # a transport run can take longer: timeouts, and windows smaller than the BDP

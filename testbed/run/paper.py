@@ -19,6 +19,8 @@ import dataclasses
 import functools
 from dataclasses import dataclass
 
+from traffic.workloads import fsdp_steps
+
 from ..topology import FatTree
 from .sweep import Matrix
 
@@ -149,19 +151,22 @@ def figures() -> dict[str, PaperFigure]:
                      "32 KB packets, not 64 KB: a veth frame is at most 64 KB with headers",
                      "4 MB per flow (the paper: 492 MB per GPU, ~33 MB per flow): the packet budget's rate at k=8",
                      "quick: servers of 4 GPUs at k=4 (16 hosts: two servers of 8 leave one flow per GPU)")),
-        PaperFigure("fig14", "Fig. 14: FSDP2 on Llama-3 8B, 70B and 405B: a ring step of a layer's ReduceScatter "
-                    "or AllGather per model, NSCC and Swift (6.7)",
-                    _one("per model (119, 418, 1,533 packets per flow), servers placed at random",
+        PaperFigure("fig14", "Fig. 14: FSDP2's backward pass on Llama-3 8B, 70B and 405B: every layer's ring "
+                    "ReduceScatter and AllGather, chained, servers placed at random, NSCC and Swift (6.7)",
+                    _one("per model (119, 418, 1,533 packets per flow and step)",
                          _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
                             sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"),
                             gpus_per_server=4, seeds=(1,), retries=1),
                          _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
-                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(16,),
-                            seeds=tuple(range(1, 4)))),
-                    (("one ring step per run, not the chained backward pass (each layer repeats the same step "
-                      "2 (n - 1) times, so the step's CCT increase is the pass's if steps do not interact)"),
-                     "k=16 (1,024 hosts, the paper's GPUs), one host per GPU; 3 seeds: each run is minutes",
-                     "quick: servers of 4 GPUs at k=4")),
+                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(8,),
+                            seeds=(1, 2, 3))),
+                    (("one layer's pass (its ReduceScatter and AllGather, 2 (servers - 1) chained ring steps), not "
+                      "every layer's: each layer repeats the same steps (32, 80 and 126 layers)"),
+                     ("k=8: 128 GPUs in 16 servers of 8, 30 chained steps; the paper's 1,024 GPUs make 254 steps "
+                      "per layer, and one 405B step takes 159 s at k=16's rate"),
+                     "a step starts when its input arrived (per GPU, from the ring's ACKs), not at a global barrier",
+                     "3 seeds: a seed's three passes take about 10 minutes per scheme and CCA at k=8",
+                     "quick: servers of 4 GPUs at k=4 (4 servers, 6 chained steps)")),
         PaperFigure("fig17", "Fig. 17: DRB's largest queue over Ofan's against the number of hosts (F.3)",
                     _one("an inter-pod 1 MB permutation", _m(("drb", "ofan"), inter_pod=True, ks=(4, 8),
                                                              seeds=tuple(range(1, 7))),
@@ -196,7 +201,8 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
             slow = ecmp_factor if c.label in ("ecmp", "rr", "jsq") else 1.2
             n = tree.n_hosts
             per_host = {"all-to-all": c.size * (n - 1), "all-to-all-host": c.size,
-                        "moe": c.size * (n // m.gpus_per_server - 1), "moe-eplb": c.size * (n // m.gpus_per_server - 1)}.get(c.workload, c.size)
+                        "moe": c.size * (n // m.gpus_per_server - 1), "moe-eplb": c.size * (n // m.gpus_per_server - 1),
+                        "fsdp": c.size * (m.steps or fsdp_steps(n, m.gpus_per_server, m.layers))}.get(c.workload, c.size)
             frames = per_host * (c.payload + 58) / c.payload
             total += 0.5 + slow * frames * 8 / (rate * c.load)
             if c.cc != "none":  # a few base RTTs of 150 packet times, and the loop's own slowdown

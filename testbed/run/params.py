@@ -52,6 +52,8 @@ class RunParams:
     eplb: bool = False  # moe: experts replicated over two slots per GPU (traffic.workloads)
     order: str = "staggered"  # all-to-all, moe: traffic.workloads.destinations
     size_per_host: bool = False  # all-to-all: size_bytes is each host's total, split over its n - 1 flows
+    layers: int = 1  # fsdp: layers of the backward pass (each a ring ReduceScatter and AllGather)
+    steps: int = 0  # fsdp: the pass's first STEPS ring steps only (0: all)
     # A mixed deployment (Fig. 11): `scheme` on the LB switches `mix` chooses (schemes.check_mix; drawn from the
     # seed), `mix_base` on the others; "none": `scheme` on every one
     mix: str = "none"
@@ -195,7 +197,7 @@ class RunParams:
     def workload_spec(self) -> WorkloadSpec:
         return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
                             self.gpus_per_server, self.stride, self.matrix, self.moe_skew, self.eplb,
-                            self.order, self.flows_file, self.cm_rate_bps, self.size_per_host)
+                            self.order, self.flows_file, self.cm_rate_bps, self.size_per_host, self.layers, self.steps)
 
     def check_fabric(self, tree: FatTree) -> None:
         """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a
@@ -212,6 +214,9 @@ class RunParams:
             flows = make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)
         except WorkloadError as e:
             raise RunError(str(e)) from None
+        if self.cc == "none" and any(f.after for f in flows):
+            raise RunError(f"{self.workload} chains its ring steps (a step starts when its input arrived, which the "
+                           f"sender learns from ACKs): give --cc, or --steps 1 for one step")
         check_flows(tree, flows)
         return flows
 

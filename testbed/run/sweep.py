@@ -100,6 +100,8 @@ class Matrix:
     ack_priority: bool = True  # queues serve ACKs first (FabricSpec.ack_priority)
     rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
     gpus_per_server: int = 8  # ring, fsdp, moe: GPUs per server (traffic.workloads)
+    layers: int = 1  # fsdp: layers of the backward pass
+    steps: int = 0  # fsdp: the pass's first STEPS ring steps (0: all)
     mixes: tuple[str, ...] = ("none",)  # Fig. 11: each scheme on these switches (schemes.check_mix), mix_base elsewhere
     mix_base: str = "ar"
     figure: str = ""  # the paper's figure this sweep reproduces (testbed.run.paper): how the report draws it
@@ -202,6 +204,7 @@ class Matrix:
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0, "gpus_per_server": 8,
+    "layers": 1, "steps": 0,
     "mixes": ("none",), "mix_base": "ar", "figure": "",
     **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
                                               "drill_d", "drill_m")}}
@@ -236,7 +239,7 @@ class Cell:
 
         workload, extra = VARIANTS.get(self.workload, (self.workload, {}))
         return RunParams(workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
-                         gpus_per_server=m.gpus_per_server, mix=self.mix, mix_base=m.mix_base, **extra,
+                         gpus_per_server=m.gpus_per_server, layers=m.layers, steps=m.steps, mix=self.mix, mix_base=m.mix_base, **extra,
                          payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
                          ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
                          flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,

@@ -81,7 +81,7 @@ def test_stalled_sender(fab: Fabric) -> None:
     f = _run(fab, f"stall:0:50:{int(30 * PACKET_US)}")
     _rejected(f, "stalled for")
     assert f["nic_stall_pkts"] >= 15  # the NIC queue (about ten frames) covers part of the stall
-    assert "its queue was empty: its sender was late" in " ".join(f["reasons"])
+    assert "no data frame waited in its queue: its sender was late" in " ".join(f["reasons"])
     assert f["nic_dry_pkts"] == pytest.approx(f["nic_stall_pkts"])  # the kernel saw the queue run dry first
     assert f["latest_nic_gap_cause"] == "sender", f  # the stalled NIC is the latest, and its sender's fault
 

@@ -52,3 +52,15 @@ def test_a_run_shorter_than_a_window_is_judged_whole() -> None:
     b = busiest(_samples([0.0, 0.005, 0.0, 0.005]))
     assert b is not None and b.window_s == pytest.approx(0.04) and b.share == pytest.approx(0.75)
     assert busiest(_samples([])) is None
+
+
+def test_windows_grow_with_the_lateness_the_verdict_allows() -> None:
+    """120 ms pegged in an idle run: saturated over 100 ms windows, but not over the 400 ms that four packet
+    times of a slow fabric's links last (a pegged stretch that short is what the stall and CPU-gap criteria
+    judge by its effect); a stretch as long as the window still reads saturated."""
+    idle = [0.01] * 30 + [0.0] * 12 + [0.01] * 60
+    assert busiest(_samples(idle)).share == pytest.approx(1.0)  # type: ignore[union-attr]
+    long = busiest(_samples(idle), 0.4)
+    assert long is not None and long.window_s == pytest.approx(0.4) and long.share == pytest.approx(0.3)
+    pegged = busiest(_samples([0.01] * 30 + [0.0] * 41 + [0.01] * 30), 0.4)
+    assert pegged is not None and pegged.share == pytest.approx(1.0)

@@ -68,7 +68,7 @@ FAULTS = {
 }
 
 
-@pytest.mark.parametrize(("dry", "cause"), [(4.1, "its queue was empty: its sender was late"),
+@pytest.mark.parametrize(("dry", "cause"), [(4.1, "no data frame waited in its queue: its sender was late"),
                                             (0.3, "with frames waiting: its timer or its CPU was late")])
 def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
     """A gap that began with the NIC's queue empty is its sender's; with frames waiting, the NIC's own."""
@@ -80,7 +80,22 @@ def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
     late = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts={"h1": 1.2}, nic_dry_pkts={"h1": 1.2},
                                                 timing_excess_pkts=1.6, nic_late_pkts={"h1": 1.3}))
     assert late.reasons[0].endswith("latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
-                                    "(its queue was empty: its sender was late)")
+                                    "(no data frame waited in its queue: its sender was late)")
+
+
+def test_a_transport_runs_own_stall_is_judged_beside_longer_waits() -> None:
+    """In a transport run a NIC's longest gap can be its sender's (a closed window, a chain's step waiting for
+    its input): the NIC's own longest gap, begun with data frames waiting, is judged on its own."""
+    from testbed.measure.transport import LoopTiming
+
+    loop = LoopTiming(*([0.0] * len(dataclasses.fields(LoopTiming))))  # type: ignore[arg-type]
+    waits = dataclasses.replace(clean(), loop=loop, nic_stall_pkts={"h0": 70.0}, nic_dry_pkts={"h0": 70.0},
+                                nic_held_pkts={"h0": 1.0})
+    v = fidelity.verdict(waits)
+    assert v.valid and v.nic_held_pkts == 1.0
+    own = fidelity.verdict(dataclasses.replace(waits, nic_held_pkts={"h0": 4.5}))
+    assert own.reasons == ["NIC of h0 stalled for 4.5 packet times (maximum 4; with data frames waiting: its timer "
+                           "or its CPU was late)"]
 
 
 def test_a_stall_with_late_timers_names_them() -> None:

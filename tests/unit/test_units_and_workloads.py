@@ -103,21 +103,55 @@ def test_ring_and_stride(name: str, param: dict[str, int], step: int) -> None:
     assert [(f.src, f.dst) for f in flows] == [(i, (i + step) % 16) for i in range(16)]
 
 
-def test_fsdp_places_servers_at_random() -> None:
-    """FSDP's hierarchical ring (section 6.7): GPU i to GPU i + G of the logical order, servers placed at random
-    with the seed, each GPU keeping its rank: every host sends once and receives once, to its rank on another
-    server; two seeds place differently."""
+def test_fsdp_is_a_chained_pass_over_servers_placed_at_random() -> None:
+    """FSDP2's backward pass (section 6.7): per layer 2 (n/G - 1) ring steps (ReduceScatter, then AllGather),
+    logical GPU j to j + G, servers placed at random with the seed, each GPU keeping its rank; every step has
+    one flow per host, and logical GPU j's flow of step t waits for step t - 1's flow into it (from j - G)."""
     n, g = 32, 4
     placed = []
     for seed in (1, 2):
-        flows = workloads.make_spec(WorkloadSpec("fsdp", 4096, seed=seed, gpus_per_server=g), n, 8)
-        assert sorted(f.src for f in flows) == sorted(f.dst for f in flows) == list(range(n))
-        assert all(f.src % g == f.dst % g and f.src // g != f.dst // g for f in flows)
-        placed.append({(f.src, f.dst) for f in flows})
+        flows = workloads.make_spec(WorkloadSpec("fsdp", 4096, seed=seed, gpus_per_server=g, layers=2), n, 8)
+        steps = workloads.fsdp_steps(n, g, 2)
+        assert steps == 2 * 2 * (n // g - 1) and len(flows) == steps * n
+        by_fid = {f.fid: f for f in flows}
+        for t in range(steps):
+            step = flows[t * n:(t + 1) * n]
+            assert sorted(f.src for f in step) == sorted(f.dst for f in step) == list(range(n))
+            assert all(f.src % g == f.dst % g and f.src // g != f.dst // g for f in step)
+            for f in step:  # each waits for the flow that brought its source the input of this step
+                assert (f.after == 0) == (t == 0)
+                if t:
+                    assert by_fid[f.after].dst == f.src and by_fid[f.after].fid < f.fid
+        assert [(f.src, f.dst) for f in flows[:n]] == [(f.src, f.dst) for f in flows[n:2 * n]]  # the same ring
+        placed.append({(f.src, f.dst) for f in flows[:n]})
     assert placed[0] != placed[1]
     assert placed[0] != {(i, (i + g) % n) for i in range(n)} or placed[1] != {(i, (i + g) % n) for i in range(n)}
+    first = workloads.make_spec(WorkloadSpec("fsdp", 4096, seed=1, gpus_per_server=g, steps=3), n, 8)
+    assert len(first) == 3 * n
     with pytest.raises(workloads.WorkloadError, match="whole servers"):
         workloads.make_spec(WorkloadSpec("fsdp", 4096, gpus_per_server=3), 16, 4)
+    with pytest.raises(workloads.WorkloadError, match="ring steps"):
+        workloads.make_spec(WorkloadSpec("fsdp", 4096, gpus_per_server=4, steps=7), 16, 4)
+
+
+def test_a_chain_bounds_the_cct_by_its_steps() -> None:
+    """The bound of a chained pass is the sum of its steps' bounds when every path is as long: each step sends
+    its shard after the one before it arrived and crossed its propagation; the last adds its own shift."""
+    from testbed.measure import metrics
+
+    pk = Packetizer(4096, 24)
+    flows = workloads.make_spec(WorkloadSpec("fsdp", 64 * 4096, seed=1, gpus_per_server=4), 16, 4)  # 6 steps
+    assert len(flows) == 6 * 16
+    rate, burst, link_s = 10**8, 2 * pk.wire_len(4096), 1e-3  # 12 frames per link: more than a bucket refills
+    one_way = {f.fid: 6 * link_s for f in flows}  # every flow crosses pods here: 6 links
+    waits = {f.fid: 6 * link_s for f in flows if f.after}
+    shift = {f.fid: 2 * one_way[f.fid] for f in flows}  # the CCT ends at the last ACK
+    chain = metrics.cct_lower_bound_s(flows, pk, rate, rate, burst, shift_s=shift, after_s=waits)
+    step = metrics.cct_lower_bound_s(flows[:16], pk, rate, rate, burst, shift_s=one_way)  # one step, to delivery
+    last = metrics.cct_lower_bound_s(flows[:16], pk, rate, rate, burst, shift_s=shift)
+    assert chain == pytest.approx(5 * step + last)
+    unchained = [workloads.Flow(f.fid, f.src, f.dst, f.size_bytes) for f in flows]  # the same bytes, no chain
+    assert metrics.cct_lower_bound_s(unchained, pk, rate, rate, burst, shift_s=shift) < chain
 
 
 @pytest.mark.parametrize(("n", "g", "eplb", "skew"), [(16, 4, False, 1.48), (16, 4, True, 1.13),

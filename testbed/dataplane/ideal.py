@@ -118,21 +118,23 @@ def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
 
 def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, pk: Packetizer | None = None,
              link_bucket: float = LINK_BUCKET, nic_bucket: float = NIC_BUCKET,
-             start_jitter: float = 0.0, order: str = "random", propagation: float = 0.0) -> IdealResult:
+             start_jitter: float = 0.0, order: str = "random", propagation: float = 0.0,
+             buckets_bytes: tuple[int, int] | None = None) -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
     pointers and the random choices. Frames at one switch at one instant are
     taken in a random order (`order="random"`: a hash of the seed, the frame
     and its hop) or by their source host's number (`"fixed"`: the same phase
     every packet time, as NICs released in lockstep and served in a fixed
-    order are). Every link delays a frame by `propagation` packet times."""
+    order are). Every link delays a frame by `propagation` packet times. `buckets_bytes` (the links' and the
+    NICs' buckets in bytes of line time, a fabric's own: FabricSpec.burst and the run's NIC bucket) overrides
+    `link_bucket` and `nic_bucket`, which count maximum-size frames of the default MTU."""
     if order not in ORDERS:
         raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if propagation < 0:
         raise SchemeError(f"propagation must be >= 0 packet times, got {propagation}")
     pk = pk or Packetizer()
     check(config, flows, pk)
-    scale = (MAX_FRAME_BYTES + pk.wire_overhead) / pk.wire_len(pk.payload)  # buckets in the workload's frames
-    link_bucket, nic_bucket = link_bucket * scale, nic_bucket * scale
+    link_bucket, nic_bucket = _buckets(pk, link_bucket, nic_bucket, buckets_bytes)
     rng = random.Random(seed)
     w = tree.w
     n_keys = max(tree.n_edges, tree.k)
@@ -268,10 +270,21 @@ def shifted_cct_pkts(tree: FatTree, flows: list[Flow], flow_done: dict[int, floa
     return max(flow_done[f.fid] + links_of(tree, f) * propagation for f in flows if f.fid in flow_done)
 
 
-def bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, propagation: float = 0.0) -> float:
+def _buckets(pk: Packetizer, link_bucket: float, nic_bucket: float,
+             buckets_bytes: tuple[int, int] | None) -> tuple[float, float]:
+    """The links' and NICs' buckets in the workload's frames."""
+    frame = pk.wire_len(pk.payload)
+    if buckets_bytes is not None:
+        return buckets_bytes[0] / frame, buckets_bytes[1] / frame
+    scale = (MAX_FRAME_BYTES + pk.wire_overhead) / frame
+    return link_bucket * scale, nic_bucket * scale
+
+
+def bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, propagation: float = 0.0,
+               buckets_bytes: tuple[int, int] | None = None) -> float:
     """The CCT lower bound that simulate() reports for these flows with the fabric's buckets, in packet times."""
-    scale = (MAX_FRAME_BYTES + pk.wire_overhead) / pk.wire_len(pk.payload)
-    return _bound_pkts(tree, flows, pk, LINK_BUCKET * scale, NIC_BUCKET * scale, propagation)
+    link, nic = _buckets(pk, LINK_BUCKET, NIC_BUCKET, buckets_bytes)
+    return _bound_pkts(tree, flows, pk, link, nic, propagation)
 
 
 def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float,

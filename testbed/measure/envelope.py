@@ -72,9 +72,10 @@ class Envelope:
 
 
 def key_of(tree: FatTree, config: SchemeConfig, flows: list[Flow], pk: Packetizer, propagation_pkts: float,
-           draws: int) -> str:
+           draws: int, buckets_bytes: tuple[int, int] | None = None) -> str:
     what = {"v": VERSION, "kind": tree.kind, "k": tree.k, "scheme": config.label, "payload": pk.payload,
             "overhead": pk.wire_overhead, "prop": round(propagation_pkts, 9), "draws": draws,
+            "buckets": list(buckets_bytes) if buckets_bytes else None,
             "flows": [(f.fid, f.src, f.dst, f.size_bytes) for f in flows]}
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -89,18 +90,20 @@ def modelled(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> str:
 
 
 def envelope(tree: FatTree, config: SchemeConfig, flows: list[Flow], pk: Packetizer, propagation_pkts: float,
-             draws: int = DRAWS, cache_dir: Path | None = CACHE_DIR) -> Envelope:
-    """The ideal fabric's CCT increase and per-stage largest queue over `draws` draws (cached)."""
-    key = key_of(tree, config, flows, pk, propagation_pkts, draws)
+             draws: int = DRAWS, cache_dir: Path | None = CACHE_DIR,
+             buckets_bytes: tuple[int, int] | None = None) -> Envelope:
+    """The ideal fabric's CCT increase and per-stage largest queue over `draws` draws (cached), with the run's
+    fabric's buckets (`buckets_bytes`: its links' and NICs', bytes of line time; default the default MTU's)."""
+    key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes)
     path = cache_dir / f"{key}.json" if cache_dir is not None else None
     if path is not None and path.exists():
         d = json.loads(path.read_text())
         return Envelope(tuple(d["cct_increase"]), {s: tuple(v) for s, v in d["max_queue"].items()})
     cct: list[float] = []
     queues: dict[str, list[int]] = {}
-    bound = ideal.bound_pkts(tree, flows, pk, propagation_pkts)
+    bound = ideal.bound_pkts(tree, flows, pk, propagation_pkts, buckets_bytes)
     for s in range(1, draws + 1):
-        r = ideal.simulate(tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0)
+        r = ideal.simulate(tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0, buckets_bytes=buckets_bytes)
         cct.append(ideal.shifted_cct_pkts(tree, flows, r.flow_done, propagation_pkts) / bound - 1)
         for st, q in r.max_queue.items():
             queues.setdefault(st, []).append(q)

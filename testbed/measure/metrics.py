@@ -211,6 +211,15 @@ def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
     return out
 
 
+def pacing_spans_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
+                      host_rate_bps: int) -> dict[str, float]:
+    """Each sending NIC's span (nic_span) in packet times at the paced rate: how much time its pacing error is
+    over."""
+    t = packet_time_ns(pk, host_rate_bps)
+    return {name: s.nic_span(pk.wire_overhead)[0] / t for name, s in _source_ports(tree, flows, ports).items()
+            if s.rx_pkts >= 2 and t > 0}
+
+
 SWITCH_STAGES = (Stage.EDGE_AGG, Stage.AGG_CORE, Stage.CORE_AGG, Stage.AGG_EDGE)
 
 

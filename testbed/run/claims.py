@@ -216,7 +216,7 @@ def experiments() -> dict[str, Experiment]:
                    _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=(1, 2))),
         Experiment("fig13", "MoE dispatch, hierarchical, skew 1.48x and 1.13x (EPLB), without a CCA and with NSCC "
                    "(Fig. 13)",
-                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(64 * KB,), ccs=("none", "nscc"), gpus_per_server=4,
+                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(512 * KB,), ccs=("none", "nscc"), gpus_per_server=4,
                       payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2)),
                    _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(MB,), ccs=("none", "nscc"), ks=(8,),
                       payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2))),

@@ -318,7 +318,7 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     evidence = fidelity.Evidence(
-        pacing=pacing, service=service, start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
+        pacing=pacing, pacing_span_pkts=metrics.pacing_spans_pkts(tree, flows, ports, pk, host_rate), service=service, start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
         packet_time_s=t_pkt, nic_burst_pkts=nic.burst, nic_stall_pkts=nic.stall, nic_back_to_back=nic.back_to_back,
         delivery=delivery, softnet_drops=drops["softnet"], cpu_busy=cpu_busy, cpu_busiest=cpu_busiest,
         cpu_steal=cpu_steal, max_giveups=sum(s.max_giveups for s in ports.values()), sample_rate_hz=sampler.rate_hz,
@@ -551,7 +551,8 @@ def _ideal_place(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, c
         why = f"{frames} frames x {envelope.DRAWS} draws is beyond {envelope.MAX_FRAME_DRAWS} (testbed ideal plays it)"
     if why or config is None:
         return {"placed": False, "why_not": why}
-    env = envelope.envelope(fab.tree, config, flows, pk, prop.link_pkts)
+    env = envelope.envelope(fab.tree, config, flows, pk, prop.link_pkts,
+                            buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk)))  # the fabric's own
     return {"placed": True, **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()},
                                              allowance)}
 

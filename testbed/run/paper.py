@@ -142,7 +142,7 @@ def figures() -> dict[str, PaperFigure]:
         PaperFigure("fig13", "Fig. 13: MoE dispatch, hierarchical over 8-GPU servers, skew 1.48x (1.13x with EPLB), "
                     "without a CCA and with NSCC (6.6)",
                     _one("(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",
-                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(64 * KB,), ccs=("none", "nscc"),
+                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(512 * KB,), ccs=("none", "nscc"),
                             gpus_per_server=4, payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2), retries=1),
                          _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(4 * MB,), ccs=("none", "nscc"), ks=(8,),
                             payloads=(32768,), ecn_threshold="10pkts", seeds=TEN)),

@@ -113,6 +113,17 @@ def test_a_stall_with_late_timers_names_them() -> None:
     assert "its timer or its CPU was late" in fidelity.verdict(dataclasses.replace(e, timers=on_time)).reasons[0]
 
 
+def test_pacing_is_judged_beyond_one_packet_time_of_its_span() -> None:
+    """A NIC that sent 20 packet times' worth 4 % late lost 0.8 of a packet time: periodicity and timing judge
+    that; 6 % over the same span is more than a packet time, and over 256 packet times 2.1 % is too."""
+    short = dataclasses.replace(clean(), pacing={"h0": -0.04}, pacing_span_pkts={"h0": 20.0})
+    assert fidelity.verdict(short).valid
+    v = fidelity.verdict(dataclasses.replace(short, pacing={"h0": -0.06}))
+    assert v.reasons == ["host pacing off by -6.0 % at h0 (tolerance 5.0 %)"]
+    long = dataclasses.replace(clean(), pacing={"h0": -0.021}, pacing_span_pkts={"h0": 255.0})
+    assert fidelity.verdict(long).reasons == ["host pacing off by -2.1 % at h0 (tolerance 2.0 %)"]
+
+
 def test_timing_excess_within_its_floor_on_short_runs() -> None:
     """On a 16-packet flow 0.5 % is a twelfth of a packet time: up to 1.5 packet times pass."""
     v = fidelity.verdict(dataclasses.replace(clean(), timing_excess_pkts=1.5, bound_pkts=14.75))

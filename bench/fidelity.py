@@ -84,7 +84,7 @@ def envelope(topology: str, k: int, levels: list[int], seeds: list[int], size: i
     best = None
     for pps in sorted(levels, reverse=True):
         rate = line_rate(tree, pps)
-        with Fabric(FabricSpec(k=k, prefix="bfid", rate_bps=rate, topology=topology)) as fab:
+        with Fabric(FabricSpec(k=k, prefix="bfid", rate_bps=rate, topology=topology, ack_priority=False)) as fab:
             runs = runs_until_invalid(fab, f"{topology} k={k} {pps} pkt/s ({rate} bit/s)", schemes, seeds, size)
         ok = len(runs) == len(seeds) * len(schemes) and all(x["valid"] for x in runs)
         cpu = statistics.median(x["cpu_busiest"] for x in runs)

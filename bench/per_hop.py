@@ -195,7 +195,7 @@ def main() -> int:
         top: list[dict[str, Any]] = []
         with ExitStack() as stack:
             fabs = {n: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=rate, prefix=f"bph{i}", topology=topology,
-                                                             **spec)))
+                                                             **{"ack_priority": False, **spec})))
                     for i, (n, spec, _) in enumerate(arms)}
             for seed in a.seeds:
                 for n, _, sysctls in arms:

@@ -89,7 +89,7 @@ def main() -> int:
     for k in a.k:
         rates = [_rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes)) for r in a.rates.split(",")]
         with ExitStack() as stack:
-            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology,
+            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology, ack_priority=a.acks,
                                                              mtu=mtu)))
                     for i, r in enumerate(rates)}
             runs: dict[int, list[dict[str, Any]]] = {r: [] for r in rates}

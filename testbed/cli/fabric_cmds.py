@@ -27,6 +27,9 @@ def add_up(sub: Any) -> None:
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
     args.add_wire_overhead(up)
+    up.add_argument("--acks", action="store_true",
+                    help="the fabric will carry ACKs (runs with --acks or --cc): its auto rate counts them and its "
+                         "queues serve them first")
     args.add_ack_priority(up)
     args.add_topology(up)
     args.add_common(up)
@@ -34,10 +37,10 @@ def add_up(sub: Any) -> None:
 
 def cmd_up(a: argparse.Namespace) -> int:
     topology = a.topology or "fattree"
-    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology))
+    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology), acks=a.acks)
     spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
                       pipe_size=a.pipe_size, topology=topology, wire_overhead=a.wire_overhead,
-                      ack_priority=a.ack_priority)
+                      ack_priority=args.ack_priority(a, a.acks))
     args.need_root()
     fab = Fabric(spec)
     try:

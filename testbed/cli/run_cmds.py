@@ -209,6 +209,9 @@ def cmd_run(a: argparse.Namespace) -> int:
     if st is not None:
         args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
     params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
+    if st is not None and params.acks and not st.ack_priority:
+        args.console(stderr=True).print("[yellow]note:[/] this fabric was built without ACK priority (up without "
+                                        "--acks): its queues serve ACKs behind data, first come first served")
     rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
     params.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
     if a.events:
@@ -225,7 +228,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                 result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
         else:
             spec = FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, wire_overhead=a.wire_overhead,
-                              ack_priority=a.ack_priority,
+                              ack_priority=args.ack_priority(a, a.acks),
                               scheme=(scheme or Scheme.ECMP).switch_scheme, seed=a.seed, pipe_size=a.pipe_size,
                               topology=tree.kind)
             with Fabric(spec) as fab:
@@ -302,7 +305,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
                 df = run_all(fab)
         else:
             with Fabric(FabricSpec(k=k, rate_bps=rate, prefix=a.prefix, topology=tree.kind,
-                                   wire_overhead=a.wire_overhead, ack_priority=a.ack_priority)) as fab:
+                                   wire_overhead=a.wire_overhead, ack_priority=args.ack_priority(a, a.acks))) as fab:
                 df = run_all(fab)
     summary = compare_summary(df)
     summary.to_csv(out / "schemes.csv", index=False)

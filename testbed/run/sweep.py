@@ -97,7 +97,7 @@ class Matrix:
     drill_m: int = SampledParams.drill_m
     propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
-    ack_priority: bool = True  # queues serve ACKs first (FabricSpec.ack_priority)
+    ack_priority: bool | None = None  # queues serve ACKs first (FabricSpec.ack_priority); None: with ACKs
     rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
     gpus_per_server: int = 8  # ring, fsdp, moe: GPUs per server (traffic.workloads)
     layers: int = 1  # fsdp: layers of the backward pass
@@ -205,7 +205,7 @@ class Matrix:
 OPTIONAL_DEFAULTS: dict[str, Any] = {
     "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0, "gpus_per_server": 8,
     "layers": 1, "steps": 0,
-    "mixes": ("none",), "mix_base": "ar", "figure": "",
+    "mixes": ("none",), "mix_base": "ar", "figure": "", "ack_priority": None,
     **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
                                               "drill_d", "drill_m")}}
 
@@ -423,7 +423,8 @@ def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterat
         raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
     clean.clean(prefix)
     spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu,
-                      wire_overhead=m.wire_overhead, ack_priority=m.ack_priority)
+                      wire_overhead=m.wire_overhead,
+                      ack_priority=m.with_acks if m.ack_priority is None else m.ack_priority)
     with Fabric(spec) as fab:
         yield fab
 

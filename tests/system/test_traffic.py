@@ -34,7 +34,7 @@ def fab() -> Iterator[Fabric]:
 
 
 WORKLOADS = [("permutation", {}), ("permutation", {"inter_pod": True}), ("all-to-all", {}), ("ring", {}),
-             ("fsdp", {"gpus_per_server": 2}), ("stride", {}), ("moe", {"gpus_per_server": 4}),
+             ("fsdp", {"gpus_per_server": 2, "steps": 1}), ("fsdp", {"gpus_per_server": 4, "cc": "nscc"}), ("stride", {}), ("moe", {"gpus_per_server": 4}),
              ("moe", {"gpus_per_server": 4, "eplb": True}), ("incast", {"fan_in": 3})]
 
 
@@ -219,7 +219,7 @@ def _classes(tree: Any, node: str, peer: str) -> dict[str, tuple[int, int]]:
 
 
 def test_acks_go_ahead_of_data_in_every_queue(fab: Fabric) -> None:
-    """With ACK priority (the default), every port's TBF holds an HTB whose class 10:1 (strict priority) takes the
+    """With ACK priority (the default of a fabric that carries ACKs), every port's TBF holds an HTB whose class 10:1 (strict priority) takes the
     62-byte ACKs and 10:2 the data frames: counted on a host's NIC and on a switch port of its path."""
     tree = fab.tree
     assert fab.spec.ack_priority

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from testbed.dataplane import sampled, switches  # noqa: E402
 from testbed.dataplane.compile import Compiled, Dims  # noqa: E402
 from testbed.dataplane.maps import Maps, SkBuff, prog_test_run_timed, unpin  # noqa: E402
-from testbed.dataplane.schemes import Scheme, SchemeConfig, switch_schemes  # noqa: E402
+from testbed.models.schemes import Scheme, SchemeConfig, switch_schemes  # noqa: E402
 from testbed.topology import FatTree  # noqa: E402
 
 

@@ -32,7 +32,7 @@ import sys
 import time
 from typing import Any
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.budget import round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run

@@ -46,7 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run

@@ -13,7 +13,7 @@ import argparse
 import json
 import statistics
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run

@@ -30,7 +30,7 @@ from typing import Any
 from bcc import BPF  # type: ignore[import-untyped]
 
 from testbed.dataplane.compile import QDISC_WATCHDOG_SYMBOL, kernel_symbol
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology.units import parse_rate, parse_size

@@ -10,7 +10,7 @@ from typing import Any, NoReturn
 
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA
 
-from ..dataplane.schemes import Scheme, SchemeError, parse_pipe_size
+from ..models.schemes import Scheme, SchemeError, parse_pipe_size
 from ..fabric import state
 from ..fabric.budget import auto_rate_bps
 from ..fabric.build import FabricError

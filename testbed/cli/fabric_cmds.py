@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 from ..dataplane import switches
-from ..dataplane.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
+from ..models.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
 from ..fabric import netns, state
 from ..fabric.build import Fabric, FabricError, FabricSpec
 from ..fabric.clean import clean

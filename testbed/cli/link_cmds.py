@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from ..dataplane import control
+from ..models import control
 from ..fabric import links, state
 from ..fabric.build import FabricError
 from ..run import faults

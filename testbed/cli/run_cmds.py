@@ -12,7 +12,7 @@ from typing import Any
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.workloads import ORDERS, WORKLOADS
 
-from ..dataplane.schemes import Scheme, SchemeConfig
+from ..models.schemes import Scheme, SchemeConfig
 from ..fabric import state
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
@@ -104,7 +104,7 @@ def add_transport(sp: argparse.ArgumentParser) -> None:
 
 
 def add_sampled(sp: argparse.ArgumentParser) -> None:
-    from ..dataplane.sampled import SampledParams as S
+    from ..models.sampled import SampledParams as S
 
     sp.add_argument("--sample-interval", type=float, default=S.sample_pkts,
                     help=f"dlb, sglb: sampling interval of the port loads and queues, in packet times at line rate "
@@ -392,7 +392,7 @@ IDEAL_WORKLOADS = ("permutation", "ring", "stride")
 
 def add_ideal(sub: Any) -> None:
     sp = sub.add_parser("ideal", help="the same experiment on the ideal fabric: exact time, no emulator, no root "
-                                       "(testbed/dataplane/ideal.py)")
+                                       "(testbed/models/ideal.py)")
     sp.add_argument("--schemes", default="ecmp,rps,ofan,pofan:4",
                     help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P (default ecmp,rps,ofan,pofan:4)")
     sp.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
@@ -413,7 +413,7 @@ def add_ideal(sub: Any) -> None:
 def cmd_ideal(a: argparse.Namespace) -> int:
     from traffic.workloads import WorkloadSpec, make_spec
 
-    from ..dataplane import ideal
+    from ..models import ideal
     from ..run.compare import parse_schemes, parse_seeds
 
     configs = parse_schemes(a.schemes)

@@ -66,7 +66,7 @@ def workloads(text: str) -> tuple[str, ...]:
 
 
 def mixes(text: str) -> tuple[str, ...]:
-    from ..dataplane.schemes import SchemeError, check_mix
+    from ..models.schemes import SchemeError, check_mix
 
     vals = tuple(x.strip() for x in text.split(",") if x.strip())
     try:

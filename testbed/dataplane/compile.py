@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from ..topology import IFINDEX_BASE, FatTree
-from . import models, program_cache
+from . import program_cache
+from ..models import decisions
 from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, PATH_CLASSES, REPS_DELAY_SLOTS, RINGBUF_MAPS, AckRx,
                    CongaEntry, CongaFb, FlowRx, LbPort, PortInfo, PortQ, RepsCursor, RepsPending, RepsState, pin_dir,
                    prog_id)
@@ -66,14 +67,14 @@ class Dims:
 
     @property
     def n_ptr(self) -> int:
-        return models.N_CLASSES * self.n_keys
+        return decisions.N_CLASSES * self.n_keys
 
     def map_bytes(self, ncpu: int) -> int:
         """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
         and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, REPS state and DRB pointers
         per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port
         state, flooded views, CONGA's tables and REPS's delay lines (the structs' sizes from their mirrors)."""
-        per_flow = ct.sizeof(FlowRx) + ct.sizeof(AckRx) + ct.sizeof(RepsState) + 8 * models.N_CLASSES
+        per_flow = ct.sizeof(FlowRx) + ct.sizeof(AckRx) + ct.sizeof(RepsState) + 8 * decisions.N_CLASSES
         return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
                 + 4 * self.n_switches * self.n_keys + per_flow * self.n_flows
                 + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
@@ -86,7 +87,7 @@ class Dims:
     def cflags(self, test_run: bool = False) -> list[str]:
         return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
                 f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
-                f"-DB_BITS={models.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"] + (
+                f"-DB_BITS={decisions.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"] + (
                     [f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != 4 else [])
 
 

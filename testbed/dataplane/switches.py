@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from ..topology import FatTree, Level, Node
-from . import control, models, sampled, schemes
+from ..models import control, decisions, sampled, schemes
 from .compile import Dims
 from .maps import HOST_LB_COUNTERS, PATH_CLASSES, DstInfo, LbCfg, Maps, PortInfo, SwitchCfg
-from .schemes import Scheme
+from ..models.schemes import Scheme
 
 
 def _mac8(mac: bytes) -> Any:
@@ -54,9 +54,9 @@ def program(maps: Maps, tree: FatTree) -> None:
         key = int.from_bytes(tree.host_ip(h).packed, "little")
         maps.dst_info.set(key, DstInfo(host=h.nid, pod=h.pod, edge=edge.index, edge_global=tree.edge_global(edge),
                                        slot=h.index, mac=_mac8(tree.host_port(h.name).mac)))
-    for i, v in enumerate(models.choose_basis(tree.w)):
+    for i, v in enumerate(decisions.choose_basis(tree.w)):
         maps.ofan_basis.set(i, v)
-    set_ar_thresholds(maps, models.ar_thresholds())
+    set_ar_thresholds(maps, decisions.ar_thresholds())
     full = (1 << tree.w) - 1
     set_uplink_masks(maps, tree, {(sw.nid, d): full for sw in lb_switches(tree) for d in range(n_keys(tree, sw.level))})
     set_host_paths(maps, tree, control.host_paths(tree, control.Reach(tree, [])))
@@ -121,13 +121,13 @@ def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None
         nk = n_keys(tree, sw.level)
         for pipe in range(tree.switch_ports):
             base = (sw.nid * tree.switch_ports + pipe) * dims.n_ptr
-            ptrs += [(base + pid, v) for pid, v in enumerate(models.ofan_initial_pointers(nk, tree.w, rng))]
-        per_cpu = [models.ofan_initial_pointers(nk, tree.w, rng) for _ in range(ncpu)]
+            ptrs += [(base + pid, v) for pid, v in enumerate(decisions.ofan_initial_pointers(nk, tree.w, rng))]
+        per_cpu = [decisions.ofan_initial_pointers(nk, tree.w, rng) for _ in range(ncpu)]
         for pid in range(2 * nk):
             maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [per_cpu[c][pid] for c in range(ncpu)])
         maps.rr_ptr.set(sw.nid, rng.randrange(tree.w))
-        for j in range(models.DRILL_M_MAX):
-            maps.drill_mem.set(sw.nid * models.DRILL_M_MAX + j, rng.randrange(tree.w))
+        for j in range(decisions.DRILL_M_MAX):
+            maps.drill_mem.set(sw.nid * decisions.DRILL_M_MAX + j, rng.randrange(tree.w))
     maps.ofan_ptr.set_many(ptrs)
 
 
@@ -164,7 +164,7 @@ def reset_host_state(maps: Maps, tree: FatTree, seed: int, max_fid: int) -> None
     only read at indices written from now on, whose generations differ), DRB pointers at a random start (each
     flow and size class), the per-host counters at 0."""
     rng = np.random.default_rng(seed)
-    n = (max_fid + 1) * models.N_CLASSES
+    n = (max_fid + 1) * decisions.N_CLASSES
     maps.drb_ptr.set_range(rng.integers(0, 1 << 32, size=n, dtype=np.uint64))
     maps.reps.zero(max_fid + 1)
     lines = tree.n_hosts * PATH_CLASSES

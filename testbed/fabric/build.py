@@ -30,7 +30,7 @@ from traffic.packet import WIRE_EXTRA
 from ..dataplane import switches
 from ..dataplane.compile import Compiled, CompileThread, Dims
 from ..dataplane.maps import Maps
-from ..dataplane.schemes import Scheme, SchemeConfig
+from ..models.schemes import Scheme, SchemeConfig
 from ..topology import FatTree, Node
 from . import capacity, netlink, netns, state
 from .netlink import Netlink, Request

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..dataplane.schemes import Scheme
+from ..models.schemes import Scheme
 from ..dataplane.switches import current_schemes
 from ..topology.units import format_rate
 from . import netns, state

@@ -4,7 +4,7 @@
 fabric. A link is up when both of its ends are administratively up and have
 carrier. Whenever the set of failed links changes, whoever caused it (this
 tool, or `ip link set ... down` from outside), the watcher recomputes the
-routing (testbed.dataplane.control) and writes only the map entries that changed:
+routing (testbed.models.control) and writes only the map entries that changed:
 valid-uplink masks and withdrawn or restored downward routes. Each change is
 one event, appended as a JSON line to /run/testbed/{prefix}.events.jsonl
 with its convergence time (first kernel notification received -> maps
@@ -30,7 +30,8 @@ import threading
 import time
 from dataclasses import asdict
 
-from ..dataplane import control, switches
+from ..dataplane import switches
+from ..models import control
 from ..dataplane.maps import U64, Maps, PortQ, signed
 from ..topology import FatTree, Link
 from . import netlink, netns, state

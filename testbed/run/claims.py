@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..dataplane import models
+from ..models import decisions
 from ..topology import FatTree
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, PAPER_WIRE_FRAME_BYTES
 from .params import RunError
@@ -353,8 +353,8 @@ def c_f4_edge_bound(d: Data) -> Outcome:
 
 
 def c_f2_orders(d: Data) -> Outcome:
-    basis = models.choose_basis(6)
-    n = models.distinct_cycles(basis)
+    basis = decisions.choose_basis(6)
+    n = decisions.distinct_cycles(basis)
     adds = len({tuple((basis[i] + s) % 6 for i in range(6)) for s in range(6)})
     ok = n >= 30 and adds == 6
     return Outcome(verdict(ok), float(n), None, "distinct cyclic orders (w = 6)",
@@ -686,9 +686,9 @@ def c_fig18_model(d: Data) -> Outcome:
 
 def c_memory(d: Data) -> Outcome:
     tree = FatTree(64, "c")
-    b = models.b_bits(tree.w)
-    edge_ptrs = models.N_CLASSES * (tree.n_edges - 1)  # one per (other edge switch, size class)
-    agg_ptrs = models.N_CLASSES * (tree.pods - 1)  # one per (other pod, size class)
+    b = decisions.b_bits(tree.w)
+    edge_ptrs = decisions.N_CLASSES * (tree.n_edges - 1)  # one per (other edge switch, size class)
+    agg_ptrs = decisions.N_CLASSES * (tree.pods - 1)  # one per (other pod, size class)
     edge_kb, agg_b, basis_b = edge_ptrs * b / 8 / 1024, agg_ptrs * b / 8, tree.w * b / 8
     ok = abs(edge_kb - 2.5) <= 0.125 and abs(agg_b - 79) <= 2 and round(basis_b) == 20
     return Outcome(verdict(ok), edge_kb, None, "KB per edge switch (k=64)",

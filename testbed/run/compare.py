@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..dataplane.schemes import SchemeConfig, SchemeError
+from ..models.schemes import SchemeConfig, SchemeError
 
 
 def parse_schemes(text: str) -> list[SchemeConfig]:

@@ -29,11 +29,12 @@ from traffic.sender import Endpoint, RepsFreeze, Senders, SendReport
 from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
-from ..dataplane import control, sampled, switches
+from ..dataplane import switches
+from ..models import control, sampled
 from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
                               RunCfg, pin_dir)
 from ..dataplane.compile import Dims
-from ..dataplane.schemes import Scheme, SchemeConfig, select_switches
+from ..models.schemes import Scheme, SchemeConfig, select_switches
 from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
 from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..dataplane import control
+from ..models import control
 from ..fabric import links
 from ..topology import FatTree, Link
 from ..topology.units import parse_duration

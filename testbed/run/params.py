@@ -14,8 +14,8 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
 from ..dataplane.maps import REPS_DELAY_SLOTS
-from ..dataplane.sampled import SampledParams
-from ..dataplane.schemes import Scheme, SchemeConfig, SchemeError, check_mix
+from ..models.sampled import SampledParams
+from ..models.schemes import Scheme, SchemeConfig, SchemeError, check_mix
 from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
@@ -78,7 +78,7 @@ class RunParams:
     base_rtt_pkts: float | None = None  # emulated base RTT in packet times at line rate (default 150 with a CCA)
     base_rtt_s: float | None = None  # or in seconds (one of the two)
     buffer_bytes: int | None = None  # per switch port; default 800 KB with a CCA, unlimited without
-    # The sampled schemes' intervals, in packet times at line rate (testbed.dataplane.sampled)
+    # The sampled schemes' intervals, in packet times at line rate (testbed.models.sampled)
     sample_pkts: float = SampledParams.sample_pkts  # DLB, SGLB: sampling
     flood_pkts: float = SampledParams.flood_pkts  # SGLB: flood
     dre_pkts: float = SampledParams.dre_pkts  # CONGA: T_dre

@@ -40,9 +40,9 @@ import pandas as pd
 from traffic.packet import WIRE_EXTRA
 from traffic.workloads import WORKLOADS
 
-from ..dataplane import control
-from ..dataplane.sampled import SampledParams
-from ..dataplane.schemes import SchemeConfig, SchemeError, check_mix
+from ..models import control
+from ..models.sampled import SampledParams
+from ..models.schemes import SchemeConfig, SchemeError, check_mix
 from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
@@ -87,7 +87,7 @@ class Matrix:
     ccs: tuple[str, ...] = ("none",)  # congestion control per cell (traffic/transport.py); a CCA turns ACKs on
     base_rtt_pkts: float | None = None  # with a CCA: the emulated base RTT (default 150 packet times)
     buffer_bytes: int | None = None  # per switch port (default 800 KB with a CCA, unlimited without)
-    # The sampled schemes' settings, the same in every cell (testbed.dataplane.sampled.SampledParams)
+    # The sampled schemes' settings, the same in every cell (testbed.models.sampled.SampledParams)
     sample_pkts: float = SampledParams.sample_pkts
     flood_pkts: float = SampledParams.flood_pkts
     dre_pkts: float = SampledParams.dre_pkts
@@ -235,7 +235,7 @@ class Cell:
                 f"{self.label}{mix}-s{self.seed}")
 
     def params(self, m: Matrix) -> RunParams:
-        from ..dataplane.schemes import Scheme
+        from ..models.schemes import Scheme
 
         workload, extra = VARIANTS.get(self.workload, (self.workload, {}))
         return RunParams(workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from testbed.dataplane import switches
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricError, FabricSpec
 from testbed.fabric.reach import all_pairs
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.dataplane import control
+from testbed.models import control
 from testbed.dataplane.compile import Dims
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric import links
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.fabric.reach import all_pairs

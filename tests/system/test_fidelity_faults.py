@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import cpu_windows
 from testbed.run.experiment import RunParams, run

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import metrics
 from testbed.run.experiment import nic_burst_of, run

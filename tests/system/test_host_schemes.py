@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from testbed.dataplane import control
-from testbed.dataplane.schemes import Scheme
+from testbed.models import control
+from testbed.models.schemes import Scheme
 from testbed.fabric import links
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import collector

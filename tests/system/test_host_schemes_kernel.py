@@ -25,12 +25,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from testbed.dataplane import host_models, models
+from testbed.models import decisions, host
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.host_models import HostDecision, RepsState
+from testbed.models.host import HostDecision, RepsState
 from testbed.dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, Maps, PortQ, RunCfg, SkBuff, prog_test_run_data
 from testbed.dataplane.maps import RepsState as CRepsState
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.topology import FatTree, Node
 
 from .helpers import loaded_program
@@ -113,9 +113,9 @@ def egress_case(hs: Harness, scheme: Scheme, rng: random.Random) -> tuple[tuple[
     flow = rng.randrange(1, Dims.of(tree).n_flows)
     is_ack = rng.random() < 0.3
     psn = rng.randrange(1 << 24)
-    cls = models.CLASS_SMALL if is_ack else models.CLASS_DATA
+    cls = decisions.CLASS_SMALL if is_ack else decisions.CLASS_DATA
     pointer = rng.getrandbits(40)
-    maps.drb_ptr.set(flow * models.N_CLASSES + cls, pointer)
+    maps.drb_ptr.set(flow * decisions.N_CLASSES + cls, pointer)
     reps = random_reps(rng)
     maps.reps.set(flow, c_reps(reps))
     draw = rng.getrandbits(32)
@@ -129,7 +129,7 @@ def egress_case(hs: Harness, scheme: Scheme, rng: random.Random) -> tuple[tuple[
     assert rv == 0
     port = struct.unpack("!H", data[34:36])[0]
     assert port == (out.cb[4] or sport)
-    kernel = (out.cb[4], int(maps.drb_ptr.get(flow * models.N_CLASSES + cls).value), py_reps(maps.reps.get(flow)))
+    kernel = (out.cb[4], int(maps.drb_ptr.get(flow * decisions.N_CLASSES + cls).value), py_reps(maps.reps.get(flow)))
 
     x = HostDecision(scheme, tree.w, is_ack, psn, mask, between, e_s == e_d, pointer, reps, draw)
     m = host_models.decide(x)

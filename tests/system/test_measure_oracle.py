@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed.dataplane import control
-from testbed.dataplane.schemes import Scheme
+from testbed.models import control
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import Stage

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure.fidelity import TIMING_EXCESS_MAX
 from testbed.run.experiment import RunParams, run

@@ -19,12 +19,13 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from testbed.dataplane import models, sampled, switches
+from testbed.dataplane import switches
+from testbed.models import decisions, sampled
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.maps import (CongaEntry, CongaFb, LbPort, Maps, PortQ, SkBuff, prog_test_run,
                                    prog_test_run_data)
-from testbed.dataplane.models import Decision, SampledInputs
-from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
+from testbed.models.decisions import Decision, SampledInputs
+from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
 
 from .helpers import loaded_program
@@ -57,7 +58,7 @@ def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
     kind, k = request.param
     with loaded_program(f"t{kind[0]}{k}", kind, k) as (tree, compiled, maps):
         switches.set_scheme(maps, tree, Scheme.ECMP, seed=1)
-        yield Harness(tree, compiled, maps, models.choose_basis(tree.w))
+        yield Harness(tree, compiled, maps, decisions.choose_basis(tree.w))
 
 
 def ip_checksum(hdr: bytes) -> int:
@@ -223,25 +224,25 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
               tied: bool) -> tuple[int, int, Decision] | None:
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
-    cls = rng.choice((models.CLASS_DATA, models.CLASS_SMALL))
-    frame_len = 1500 if cls == models.CLASS_DATA else 64
+    cls = rng.choice((decisions.CLASS_DATA, decisions.CLASS_SMALL))
+    frame_len = 1500 if cls == decisions.CLASS_DATA else 64
     sport = rng.randrange(1024, 65536)
     if config.scheme is Scheme.HOST_ROUTED and rng.random() < 0.7:  # mostly labelled packets (host_lb.h)
-        sport = models.LABEL_TAG | rng.randrange(1 << 10)
+        sport = decisions.LABEL_TAG | rng.randrange(1 << 10)
     ups = tree.uplinks(sw.name)
     local = tree.local_index(inport)
 
     cfg = maps.switch_cfg.get(sw.nid)
     cfg.scheme, cfg.pipe_size, cfg.seed = int(config.scheme), config.pipe_size, rng.getrandbits(32)
     maps.switch_cfg.set(sw.nid, cfg)
-    pid = models.pointer_id(d, n_keys, cls)
+    pid = decisions.pointer_id(d, n_keys, cls)
     pointer = rng.getrandbits(40)
     if config.scheme is Scheme.RR:
         maps.rr_ptr.set(sw.nid, pointer)
     elif config.scheme is Scheme.OFAN:
         maps.ofan_ptr.set((sw.nid * tree.k + 0) * dims.n_ptr + pid, pointer)
     elif config.scheme is Scheme.POFAN and config.pipe_size != PIPES_PER_CPU:
-        pipe = models.pofan_pipe(local, config.pipe_size, tree.k)
+        pipe = decisions.pofan_pipe(local, config.pipe_size, tree.k)
         maps.ofan_ptr.set((sw.nid * tree.k + pipe) * dims.n_ptr + pid, pointer)
     elif config.scheme is Scheme.POFAN:
         maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [pointer] * maps.ofan_ptr_cpu.ncpu)
@@ -249,11 +250,11 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     for p, q in zip(ups, qs):
         maps.port_q.set(p.ifindex, PortQ(pkts=q // 4154, bytes=q))
     mem, mem1 = (memory if memory is not None else rng.randrange(tree.w)), rng.randrange(tree.w)
-    maps.drill_mem.set(sw.nid * models.DRILL_M_MAX, mem)
-    maps.drill_mem.set(sw.nid * models.DRILL_M_MAX + 1, mem1)
-    dm = models.DRILL_DEFAULT  # DRILL(d, m): random in the differential test, the paper's in the distribution test
+    maps.drill_mem.set(sw.nid * decisions.DRILL_M_MAX, mem)
+    maps.drill_mem.set(sw.nid * decisions.DRILL_M_MAX + 1, mem1)
+    dm = decisions.DRILL_DEFAULT  # DRILL(d, m): random in the differential test, the paper's in the distribution test
     if config.scheme is Scheme.DRILL and memory is None:
-        dm = (rng.randint(1, models.DRILL_D_MAX), rng.randint(0, models.DRILL_M_MAX))
+        dm = (rng.randint(1, decisions.DRILL_D_MAX), rng.randint(0, decisions.DRILL_M_MAX))
     full = (1 << tree.w) - 1
     valid = mask if mask is not None else (full if rng.random() < 0.3 else rng.randrange(1, full + 1))
     maps.uplink_mask.set(sw.nid * dims.n_keys + d, valid)
@@ -277,7 +278,7 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
                  thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
                  five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
                              struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level), sampled=st.inputs)
-    model_slot, steps = models.decide(x, hs.basis)
+    model_slot, steps = decisions.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
     # state after the decision: pointers advanced once per pointer value tried
@@ -286,9 +287,9 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     if config.scheme is Scheme.OFAN:
         assert int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
     if config.scheme is Scheme.DRILL:
-        left = tuple(int(maps.drill_mem.get(sw.nid * models.DRILL_M_MAX + j).value) for j in range(2))
+        left = tuple(int(maps.drill_mem.get(sw.nid * decisions.DRILL_M_MAX + j).value) for j in range(2))
         if supplied:
-            assert left == models.drill_port(tree.w, (mem, mem1), draws[0], draws[1], qs, valid, dm)[1], dm
+            assert left == decisions.drill_port(tree.w, (mem, mem1), draws[0], draws[1], qs, valid, dm)[1], dm
         else:  # the kernel drew its own samples: the winner is remembered
             assert left[0] == kernel_slot
     if config.scheme is Scheme.POFAN and config.pipe_size == PIPES_PER_CPU:
@@ -419,7 +420,7 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
                         for sw in switches.lb_switches(tree)]
 
 
-# -- the sampled schemes' timers (lb_sample.h) against testbed.dataplane.sampled --------------------------------
+# -- the sampled schemes' timers (lb_sample.h) against testbed.models.sampled --------------------------------
 U64 = 1 << 64
 
 

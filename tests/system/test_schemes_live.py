@@ -14,7 +14,7 @@ import pytest
 
 from testbed.dataplane import switches
 from testbed.dataplane.maps import Maps
-from testbed.dataplane.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
+from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 

@@ -13,9 +13,9 @@ import pytest
 
 from traffic.packet import Packetizer
 
-from testbed.dataplane import sampled
+from testbed.models import sampled
 from testbed.dataplane.compile import Dims
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import Level
@@ -110,7 +110,7 @@ def test_a_sampled_scheme_swapped_in_during_a_run_starts_its_timers(fab: Fabric)
 
     from testbed.dataplane import switches
     from testbed.dataplane.maps import CNT_LB_FLOODS, CNT_LB_SAMPLES, Maps
-    from testbed.dataplane.schemes import SchemeConfig
+    from testbed.models.schemes import SchemeConfig
 
     tree = fab.tree
     assert fab.maps is not None

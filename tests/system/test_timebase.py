@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology.timebase import NONE, PAPER, Propagation

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from testbed.dataplane.schemes import Scheme
+from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
 from testbed.run.experiment import RunParams, run

@@ -1,4 +1,4 @@
-"""Independent oracles for the control plane (testbed.dataplane.control).
+"""Independent oracles for the control plane (testbed.models.control).
 
 - Valid uplinks and paths: a brute-force enumeration on the topology's link
   list alone (a plain graph, no knowledge of pods, tiers or indices): a path
@@ -16,7 +16,7 @@ from collections import deque
 
 import pytest
 
-from testbed.dataplane import control
+from testbed.models import control
 from testbed.topology import FatTree, Level, Link
 from traffic.workloads import Flow
 

@@ -1,4 +1,4 @@
-"""The ideal fabric (testbed.dataplane.ideal) against hand-derived cases and
+"""The ideal fabric (testbed.models.ideal) against hand-derived cases and
 the paper's exact bound: an idle path gives the bound itself, two flows on
 one link take exactly twice as long, Ofan's edge-uplink queue stays within
 w + 1, and what it does not model is refused."""
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.dataplane import ideal
-from testbed.dataplane.schemes import Scheme, SchemeConfig, SchemeError
+from testbed.models import ideal
+from testbed.models.schemes import Scheme, SchemeConfig, SchemeError
 from testbed.topology import FatTree
 from traffic.workloads import Flow, WorkloadSpec, make_spec
 

@@ -123,7 +123,7 @@ def test_timing_excess_counts_start_offset_and_lateness() -> None:
 def test_compare_parsing_and_summary() -> None:
     import pandas as pd
 
-    from testbed.dataplane.schemes import SchemeError
+    from testbed.models.schemes import SchemeError
     from testbed.run.compare import compare_summary, parse_schemes, parse_seeds
 
     cs = parse_schemes("ecmp, ofan,pofan:2,pofan:cpu")

@@ -1,12 +1,12 @@
-"""The sampled schemes' settings and timer models (testbed.dataplane.sampled), by hand-worked cases."""
+"""The sampled schemes' settings and timer models (testbed.models.sampled), by hand-worked cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from testbed.dataplane import sampled
-from testbed.dataplane.sampled import PortState, SampledParams, Settings
-from testbed.dataplane.schemes import Scheme, SchemeError
+from testbed.models import sampled
+from testbed.models.sampled import PortState, SampledParams, Settings
+from testbed.models.schemes import Scheme, SchemeError
 
 FRAME = 4154  # a 4096-byte payload's frame
 
@@ -91,7 +91,7 @@ def test_active_bits() -> None:
 
 
 def test_drill_d_m_settings_and_model() -> None:
-    from testbed.dataplane import models
+    from testbed.models import decisions
 
     assert sampled.settings(SampledParams(drill_d=4, drill_m=2), 10**8, FRAME, 2, 0).drill == 4 | 2 << 8
     assert settings().drill == 2 | 1 << 8
@@ -100,8 +100,8 @@ def test_drill_d_m_settings_and_model() -> None:
             SampledParams(**bad)  # type: ignore[arg-type]
     q = (50, 10, 30, 10)  # bytes per uplink; w = 4, every uplink valid
     # draws 1 and 3 sample uplinks 1 and 3 (both 10 bytes: the earlier wins); memories 2 and 0
-    assert models.drill_port(4, (2, 0), 1, 3, q, dm=(2, 1)) == (1, (1, 0))
-    assert models.drill_port(4, (2, 0), 1, 3, q, dm=(2, 2)) == (1, (1, 3))  # runner-up: uplink 3 (10 bytes)
+    assert decisions.drill_port(4, (2, 0), 1, 3, q, dm=(2, 1)) == (1, (1, 0))
+    assert decisions.drill_port(4, (2, 0), 1, 3, q, dm=(2, 2)) == (1, (1, 3))  # runner-up: uplink 3 (10 bytes)
     # memories 2 (30), 0 (50), samples 2 (30), 0 (50): the runner-up is the sample of uplink 2 (duplicates stay)
-    assert models.drill_port(4, (2, 0), 2, 0, q, dm=(2, 2)) == (2, (2, 2))
-    assert models.drill_port(4, (1, 1), 0, 2, q, dm=(2, 0)) == (2, (1, 1))  # no memory: of 0 (50) and 2 (30), 2
+    assert decisions.drill_port(4, (2, 0), 2, 0, q, dm=(2, 2)) == (2, (2, 2))
+    assert decisions.drill_port(4, (1, 1), 0, 2, q, dm=(2, 0)) == (2, (1, 1))  # no memory: of 0 (50) and 2 (30), 2

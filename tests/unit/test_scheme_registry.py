@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from testbed.dataplane.host_models import HOST_MODELS
-from testbed.dataplane.models import MODELS
-from testbed.dataplane.schemes import Scheme, host_schemes, switch_schemes
+from testbed.models.host import HOST_MODELS
+from testbed.models.decisions import MODELS
+from testbed.models.schemes import Scheme, host_schemes, switch_schemes
 from tests.system.test_host_schemes_kernel import HOST_DIFFERENTIAL_SCHEMES
 from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "adding-a-scheme.md"
-FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/dataplane/schemes.py", "testbed/dataplane/models.py",
+FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/models/schemes.py", "testbed/models/decisions.py",
          "tests/system/test_schemes_kernel.py", "README.md", "ebpf/include/maps.h", "testbed/dataplane/maps.py",
          "testbed/dataplane/switches.py")
 

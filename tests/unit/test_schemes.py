@@ -4,41 +4,41 @@ import random
 
 import pytest
 
-from testbed.dataplane import models
-from testbed.dataplane.schemes import Scheme, SchemeError
+from testbed.models import decisions
+from testbed.models.schemes import Scheme, SchemeError
 
 
 @pytest.mark.parametrize("w", [2, 3, 4, 5, 6, 8, 16])
 def test_every_pointer_visits_every_uplink_once_per_w_packets(w: int) -> None:
-    basis = models.choose_basis(w)
+    basis = decisions.choose_basis(w)
     assert sorted(basis) == list(range(w))
-    for pid in range(4 * w * (1 << models.b_bits(w))):
+    for pid in range(4 * w * (1 << decisions.b_bits(w))):
         for start in range(w):
-            seen = [models.ofan_port(start + j, pid, basis) for j in range(w)]
+            seen = [decisions.ofan_port(start + j, pid, basis) for j in range(w)]
             assert sorted(seen) == list(range(w)), (pid, start, seen)
 
 
 def test_w6_gives_at_least_30_cyclic_orders() -> None:
-    basis = models.choose_basis(6)
-    assert models.distinct_cycles(basis) >= 30
+    basis = decisions.choose_basis(6)
+    assert decisions.distinct_cycles(basis) >= 30
     # the identity basis is a poor choice, which is why the basis is chosen
-    assert models.distinct_cycles(tuple(range(6))) < 30
+    assert decisions.distinct_cycles(tuple(range(6))) < 30
 
 
 def test_basis_is_deterministic() -> None:
-    assert models.choose_basis(6) == models.choose_basis(6)
+    assert decisions.choose_basis(6) == decisions.choose_basis(6)
 
 
 def test_xor_w_is_a_bijection() -> None:
     for w in range(1, 17):
-        for x in range(1 << models.b_bits(w)):
-            assert sorted(models.xor_w(v, x, w) for v in range(w)) == list(range(w))
+        for x in range(1 << decisions.b_bits(w)):
+            assert sorted(decisions.xor_w(v, x, w) for v in range(w)) == list(range(w))
 
 
 @pytest.mark.parametrize("w", [2, 3, 4, 6])
 def test_small_pointers_start_half_a_rotation_away(w: int) -> None:
     n_keys = 9
-    ptrs = models.ofan_initial_pointers(n_keys, w, random.Random(7))
+    ptrs = decisions.ofan_initial_pointers(n_keys, w, random.Random(7))
     assert len(ptrs) == 2 * n_keys
     for d in range(n_keys):
         assert 0 <= ptrs[d] < w
@@ -46,13 +46,13 @@ def test_small_pointers_start_half_a_rotation_away(w: int) -> None:
 
 
 def test_pointer_id_layout() -> None:
-    assert models.pointer_id(3, 8, models.CLASS_DATA) == 3
-    assert models.pointer_id(3, 8, models.CLASS_SMALL) == 11
+    assert decisions.pointer_id(3, 8, decisions.CLASS_DATA) == 3
+    assert decisions.pointer_id(3, 8, decisions.CLASS_SMALL) == 11
 
 
 def test_size_class_threshold() -> None:
-    assert models.size_class(64) == models.CLASS_SMALL
-    assert models.size_class(4154) == models.CLASS_DATA
+    assert decisions.size_class(64) == decisions.CLASS_SMALL
+    assert decisions.size_class(4154) == decisions.CLASS_DATA
 
 
 def test_ecmp_is_deterministic_per_flow_and_spreads_flows() -> None:
@@ -60,8 +60,8 @@ def test_ecmp_is_deterministic_per_flow_and_spreads_flows() -> None:
     counts = [0, 0, 0, 0]
     for sport in range(10000, 14000):
         l4 = sport.to_bytes(2, "big") + (4791).to_bytes(2, "big")
-        p = models.ecmp_port(4, 12345, saddr, daddr, l4, 17)
-        assert p == models.ecmp_port(4, 12345, saddr, daddr, l4, 17)
+        p = decisions.ecmp_port(4, 12345, saddr, daddr, l4, 17)
+        assert p == decisions.ecmp_port(4, 12345, saddr, daddr, l4, 17)
         counts[p] += 1
     assert min(counts) > 800  # 1000 expected per port
 
@@ -69,8 +69,8 @@ def test_ecmp_is_deterministic_per_flow_and_spreads_flows() -> None:
 def test_ecmp_seed_changes_the_choice() -> None:
     saddr, daddr = bytes([10, 0, 0, 2]), bytes([10, 1, 1, 3])
     flows = [(s.to_bytes(2, "big") + b"\x12\xb7") for s in range(20000, 20064)]
-    a = [models.ecmp_port(2, 1, saddr, daddr, f, 17) for f in flows]
-    b = [models.ecmp_port(2, 2, saddr, daddr, f, 17) for f in flows]
+    a = [decisions.ecmp_port(2, 1, saddr, daddr, f, 17) for f in flows]
+    b = [decisions.ecmp_port(2, 2, saddr, daddr, f, 17) for f in flows]
     assert a != b
 
 
@@ -81,22 +81,22 @@ def test_scheme_parse() -> None:
 
 
 def test_orders_differ_between_concurrent_pointers() -> None:
-    basis = models.choose_basis(4)
-    orders = {models.canonical_cycle(models.ofan_order(pid, basis)) for pid in range(16)}
+    basis = decisions.choose_basis(4)
+    orders = {decisions.canonical_cycle(decisions.ofan_order(pid, basis)) for pid in range(16)}
     assert len(orders) > 1
     assert all(sorted(o) == [0, 1, 2, 3] for o in orders)
 
 
 @pytest.mark.parametrize("w", [2, 3, 4, 6])
 def test_ofan_skips_invalid_uplinks_and_keeps_one_packet_per_round(w: int) -> None:
-    basis = models.choose_basis(w)
+    basis = decisions.choose_basis(w)
     for mask in range(1, 1 << w):
-        valid = models.valid_slots(mask, w)
+        valid = decisions.valid_slots(mask, w)
         for pid in range(2 * w):
             ptr = 5
             seen = []
             for _ in range(3 * len(valid)):
-                port, steps = models.skip_invalid(lambda i, p=pid: models.ofan_port(i, p, basis), ptr, mask, w)
+                port, steps = decisions.skip_invalid(lambda i, p=pid: decisions.ofan_port(i, p, basis), ptr, mask, w)
                 seen.append(port)
                 ptr += steps
             for r in range(3):

@@ -1,7 +1,7 @@
 """The registry of load-balancing schemes: their names and numbers, the
 configuration one switch carries (scheme and pipe size), and which switches a
 selection names. Scheme numbers are shared with ebpf/include/shared.h; each
-scheme's decision is modelled in testbed.dataplane.models and implemented in
+scheme's decision is modelled in testbed.models.decisions and implemented in
 ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 
 | scheme | decision | follows |
@@ -21,7 +21,7 @@ ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 | host-routed | the uplink named by the packet's path label (the switches of drb and ethereal) | - |
 
 Host schemes run in the host NICs (ebpf/include/host_lb.h, modelled in
-testbed.dataplane.models) and set the switches to the scheme they need:
+testbed.models.decisions) and set the switches to the scheme they need:
 
 | scheme | decision | switches |
 |---|---|---|

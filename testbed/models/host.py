@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .models import LABEL_BITS, LABEL_TAG
+from .decisions import LABEL_BITS, LABEL_TAG
 from .schemes import Scheme
 
 REPS_SLOTS = 8

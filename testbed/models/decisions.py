@@ -5,7 +5,7 @@ The eBPF switch (ebpf/include/lb_*.h) implements each scheme; the functions
 here compute the same decisions from the same inputs (destination key, size
 class, ingress port, pointer values, queue lengths, random draws), so the
 differential tests can compare the two decision by decision. `MODELS` holds
-one model per scheme of the registry (testbed.dataplane.schemes); `decide()`
+one model per scheme of the registry (testbed.models.schemes); `decide()`
 dispatches to it. Upward port choice only: downward forwarding is exact and
 the same for every scheme.
 """
@@ -235,7 +235,7 @@ def pofan_pipe(local_port: int, pipe_size: int, n_ports: int) -> int:
 # -- one decision, all schemes ---------------------------------------------------------
 @dataclass(frozen=True)
 class SampledInputs:
-    """What the sampled schemes' timers left for a decision (testbed.dataplane.sampled), per uplink slot: DLB's
+    """What the sampled schemes' timers left for a decision (testbed.models.sampled), per uplink slot: DLB's
     sampled quality band; the remote state (SGLB: the next switch's flooded quality toward the destination;
     CONGA: the Congestion-To-Leaf metric of each tag and the DRE period it was written in); CONGA's DRE; and
     CONGA's C x tau, current DRE period and ageing limit."""

@@ -31,7 +31,7 @@ testbed.measure.metrics applies to a kernel run, to compare (README,
 
 Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
 packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
-among ties), Ofan and pOfan (the pointers of models.ofan_port per switch or
+among ties), Ofan and pOfan (the pointers of decisions.ofan_port per switch or
 pipe, destination key and size class, their start drawn as switches.py
 draws it, from this module's seed),
 with every uplink valid. Workloads: one flow per host (permutation,
@@ -51,7 +51,7 @@ from traffic.workloads import Flow
 
 from ..topology import FatTree, Level, Stage
 from ..topology.timebase import path_links
-from . import models
+from . import decisions
 from .schemes import Scheme, SchemeConfig, SchemeError
 
 SCHEMES = (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.OFAN, Scheme.POFAN)
@@ -138,7 +138,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
     rng = random.Random(seed)
     w = tree.w
     n_keys = max(tree.n_edges, tree.k)
-    basis = models.choose_basis(w)
+    basis = decisions.choose_basis(w)
     hosts = tree.hosts
     host_name = {h.nid: h.name for h in hosts}
     by_name = tree.by_name
@@ -162,7 +162,7 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
     rr: dict[str, int] = {sw: rng.randrange(w) for sw in up}
     draws = {sw: random.Random(f"{seed}/{sw}") for sw in up}  # each switch's own random stream
     ecmp: dict[tuple[int, str], int] = {}
-    cls = models.size_class(pk.frame_len(pk.payload))
+    cls = decisions.size_class(pk.frame_len(pk.payload))
 
     def next_hop(sw: str, prev: str, dst: str, fid: int, now: float) -> str:
         node = by_name[sw]
@@ -195,9 +195,9 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
             pipe = pipe_of[(sw, prev)] if s is Scheme.POFAN else 0
             ptrs = pointers.get((sw, pipe))
             if ptrs is None:
-                ptrs = pointers[(sw, pipe)] = models.ofan_initial_pointers(n_keys, w, rng)
-            pid = models.pointer_id(key, n_keys, cls)
-            slot = models.ofan_port(ptrs[pid], pid, basis)
+                ptrs = pointers[(sw, pipe)] = decisions.ofan_initial_pointers(n_keys, w, rng)
+            pid = decisions.pointer_id(key, n_keys, cls)
+            slot = decisions.ofan_port(ptrs[pid], pid, basis)
             ptrs[pid] = (ptrs[pid] + 1) % w
         return peers[slot]
 

@@ -37,7 +37,7 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "report": (sweep_cmds.add_report, sweep_cmds.cmd_report),
     "paper": (sweep_cmds.add_paper, sweep_cmds.cmd_paper),
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
-    "demo": (run_cmds.add_demo, run_cmds.cmd_demo),
+    "demo": (sweep_cmds.add_demo, sweep_cmds.cmd_demo),
     "ideal": (run_cmds.add_ideal, run_cmds.cmd_ideal),
     "export": (export_cmds.add_export, export_cmds.cmd_export),
 }

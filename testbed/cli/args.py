@@ -13,7 +13,7 @@ from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA
 from ..models.schemes import Scheme, SchemeError, parse_pipe_size
 from ..fabric import state
 from ..fabric.budget import auto_rate_bps
-from ..fabric.build import FabricError
+from ..fabric.errors import FabricError
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, Propagation, parse_propagation
@@ -278,3 +278,66 @@ def console(stderr: bool = False) -> Any:
     from rich.console import Console
 
     return Console(stderr=stderr)
+
+
+# -- option groups shared by several commands ---------------------------------------------
+def add_ecn(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--ecn-threshold", type=ecn_threshold, default="10%",
+                    help="switches mark CE when the queue a packet joins holds more than this: bytes (80KB), "
+                         "packets (20pkts), percent of --buffer-ref (default 10%%) or off")
+    sp.add_argument("--buffer-ref", type=size, default=800 * 1024,
+                    help="the port buffer a threshold in percent refers to (default 800KB, the paper's)")
+
+
+def add_transport(sp: argparse.ArgumentParser) -> None:
+    from traffic.transport import CCAS
+
+    sp.add_argument("--cc", choices=CCAS, default="none",
+                    help="congestion control at the hosts: window-limited, ACK-clocked flows (turns --acks on); "
+                         "none: the paced blast (default)")
+    sp.add_argument("--base-rtt", type=duration, default=None,
+                    help="with --cc: emulated base RTT, a fixed delay on the feedback (for example 100ms)")
+    sp.add_argument("--base-rtt-pkts", type=float, default=None,
+                    help="with --cc: the base RTT in packet times at line rate (default 150, the paper's)")
+    sp.add_argument("--buffer", type=size, default=None,
+                    help="bytes per switch port; a full buffer drops (default 800KB with --cc, unlimited without)")
+
+
+def add_sampled(sp: argparse.ArgumentParser) -> None:
+    from ..models.sampled import SampledParams as S
+
+    sp.add_argument("--sample-interval", type=float, default=S.sample_pkts,
+                    help=f"dlb, sglb: sampling interval of the port loads and queues, in packet times at line rate "
+                         f"(default {S.sample_pkts:g})")
+    sp.add_argument("--flood-interval", type=float, default=S.flood_pkts,
+                    help=f"sglb: how often switches flood their link qualities to their neighbours, in packet times "
+                         f"(default {S.flood_pkts:g})")
+    sp.add_argument("--dre-interval", type=float, default=S.dre_pkts,
+                    help=f"conga: T_dre, the DRE's decay period (alpha 0.2, so tau = 5 T_dre), in packet times "
+                         f"(default {S.dre_pkts:g})")
+    sp.add_argument("--load-bands", type=float_pair, default=S.load_band, metavar="LO,HI",
+                    help="dlb, sglb: a port's load EWMA is in band 0 at or below LO and 7 at or above HI, fractions "
+                         "of the line rate (default 0.125,1)")
+    sp.add_argument("--queue-bands", type=size_pair, default=S.queue_band, metavar="LO,HI",
+                    help="dlb, sglb: likewise for its queue EWMA, bytes (default 0,160KB)")
+    sp.add_argument("--drill-d", type=int, default=S.drill_d,
+                    help=f"drill: DRILL(d, m)'s random samples per packet, 1-4 (default {S.drill_d})")
+    sp.add_argument("--drill-m", type=int, default=S.drill_m,
+                    help=f"drill: DRILL(d, m)'s remembered uplinks, 0-2 (default {S.drill_m}; 0 with d=2 is choice)")
+
+
+def sampled_params(a: argparse.Namespace) -> dict[str, Any]:
+    return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval,
+            "load_band": a.load_bands, "queue_band": a.queue_bands, "drill_d": a.drill_d, "drill_m": a.drill_m}
+
+
+def transport_params(a: argparse.Namespace) -> dict[str, Any]:
+    """RunParams' transport fields from the command line (a CCA turns ACKs on)."""
+    if a.cc != "none":
+        a.acks = True
+    return {"cc": a.cc, "base_rtt_s": a.base_rtt, "base_rtt_pkts": a.base_rtt_pkts, "buffer_bytes": a.buffer}
+
+
+def add_wait(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--wait", action="store_true",
+                    help="if another run, compare or demo holds the fabric, wait for it (default: refuse)")

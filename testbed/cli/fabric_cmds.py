@@ -10,7 +10,8 @@ from typing import Any
 from ..dataplane import switches
 from ..models.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
 from ..fabric import netns, state
-from ..fabric.build import Fabric, FabricError, FabricSpec
+from ..fabric.build import Fabric, FabricSpec
+from ..fabric.errors import FabricError
 from ..fabric.clean import clean
 from ..topology import FatTree
 from ..topology.units import format_rate

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..models import control
 from ..fabric import links, state
-from ..fabric.build import FabricError
+from ..fabric.errors import FabricError
 from ..run import faults
 from ..run.params import RunError
 from ..topology.units import parse_duration
@@ -71,7 +71,7 @@ def start_controld(prefix: str, timeout_s: float = 15.0) -> int:
 
 def cmd_controld(a: argparse.Namespace) -> int:
     """The link watcher daemon (started by `testbed up`)."""
-    from ..fabric.watcher import serve
+    from ..fabric.controld import serve
 
     need_root()
     serve(a.prefix)

@@ -18,7 +18,6 @@ from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
 from ..run.params import RunError, RunParams
 from ..topology import FatTree
-from ..topology.units import format_rate
 from . import args, tables
 
 
@@ -64,83 +63,21 @@ def add_run(sub: Any) -> None:
     args.add_propagation(run)
     args.add_wire_overhead(run)
     args.add_ack_priority(run)
-    add_ecn(run)
-    add_transport(run)
-    add_sampled(run)
+    args.add_ecn(run)
+    args.add_transport(run)
+    args.add_sampled(run)
     run.add_argument("--payload", type=args.size, default=4096, help="payload bytes per packet (default 4096)")
     run.add_argument("--events", default=None, help="timeline of link faults (JSON) applied during the run")
     run.add_argument("--pace", choices=("load", "rho_max"), default="load",
                      help="rho_max: pace hosts at min(load, rho_max) of the links that are up")
     run.add_argument("--retries", type=int, default=0,
                      help="re-run an invalid run (fidelity out of tolerance) up to N times, same seed (default 0)")
-    add_wait(run)
+    args.add_wait(run)
     run.add_argument("--json", action="store_true", help="print exactly one JSON object")
     run.add_argument("--out", type=Path, default=None,
                      help="result directory (default results/<time>-<workload>-<scheme>-s<seed>)")
     args.add_topology(run)
     args.add_common(run)
-
-
-def add_ecn(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--ecn-threshold", type=args.ecn_threshold, default="10%",
-                    help="switches mark CE when the queue a packet joins holds more than this: bytes (80KB), "
-                         "packets (20pkts), percent of --buffer-ref (default 10%%) or off")
-    sp.add_argument("--buffer-ref", type=args.size, default=800 * 1024,
-                    help="the port buffer a threshold in percent refers to (default 800KB, the paper's)")
-
-
-def add_transport(sp: argparse.ArgumentParser) -> None:
-    from traffic.transport import CCAS
-
-    sp.add_argument("--cc", choices=CCAS, default="none",
-                    help="congestion control at the hosts: window-limited, ACK-clocked flows (turns --acks on); "
-                         "none: the paced blast (default)")
-    sp.add_argument("--base-rtt", type=args.duration, default=None,
-                    help="with --cc: emulated base RTT, a fixed delay on the feedback (for example 100ms)")
-    sp.add_argument("--base-rtt-pkts", type=float, default=None,
-                    help="with --cc: the base RTT in packet times at line rate (default 150, the paper's)")
-    sp.add_argument("--buffer", type=args.size, default=None,
-                    help="bytes per switch port; a full buffer drops (default 800KB with --cc, unlimited without)")
-
-
-def add_sampled(sp: argparse.ArgumentParser) -> None:
-    from ..models.sampled import SampledParams as S
-
-    sp.add_argument("--sample-interval", type=float, default=S.sample_pkts,
-                    help=f"dlb, sglb: sampling interval of the port loads and queues, in packet times at line rate "
-                         f"(default {S.sample_pkts:g})")
-    sp.add_argument("--flood-interval", type=float, default=S.flood_pkts,
-                    help=f"sglb: how often switches flood their link qualities to their neighbours, in packet times "
-                         f"(default {S.flood_pkts:g})")
-    sp.add_argument("--dre-interval", type=float, default=S.dre_pkts,
-                    help=f"conga: T_dre, the DRE's decay period (alpha 0.2, so tau = 5 T_dre), in packet times "
-                         f"(default {S.dre_pkts:g})")
-    sp.add_argument("--load-bands", type=args.float_pair, default=S.load_band, metavar="LO,HI",
-                    help="dlb, sglb: a port's load EWMA is in band 0 at or below LO and 7 at or above HI, fractions "
-                         "of the line rate (default 0.125,1)")
-    sp.add_argument("--queue-bands", type=args.size_pair, default=S.queue_band, metavar="LO,HI",
-                    help="dlb, sglb: likewise for its queue EWMA, bytes (default 0,160KB)")
-    sp.add_argument("--drill-d", type=int, default=S.drill_d,
-                    help=f"drill: DRILL(d, m)'s random samples per packet, 1-4 (default {S.drill_d})")
-    sp.add_argument("--drill-m", type=int, default=S.drill_m,
-                    help=f"drill: DRILL(d, m)'s remembered uplinks, 0-2 (default {S.drill_m}; 0 with d=2 is choice)")
-
-
-def sampled_params(a: argparse.Namespace) -> dict[str, Any]:
-    return {"sample_pkts": a.sample_interval, "flood_pkts": a.flood_interval, "dre_pkts": a.dre_interval,
-            "load_band": a.load_bands, "queue_band": a.queue_bands, "drill_d": a.drill_d, "drill_m": a.drill_m}
-
-
-def transport_params(a: argparse.Namespace) -> dict[str, Any]:
-    """RunParams' transport fields from the command line (a CCA turns ACKs on)."""
-    if a.cc != "none":
-        a.acks = True
-    return {"cc": a.cc, "base_rtt_s": a.base_rtt, "base_rtt_pkts": a.base_rtt_pkts, "buffer_bytes": a.buffer}
-
-
-def add_wait(sp: argparse.ArgumentParser) -> None:
-    sp.add_argument("--wait", action="store_true",
-                    help="if another run, compare or demo holds the fabric, wait for it (default: refuse)")
 
 
 def _print_result(a: argparse.Namespace, r: dict[str, Any]) -> None:
@@ -170,7 +107,7 @@ def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
 def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
     if a.size is None and a.workload != "cm":
         raise RunError(f"--size is required for the {a.workload} workload")
-    tp = transport_params(a)
+    tp = args.transport_params(a)
     return RunParams(a.workload, a.size or 0, a.load, scheme, a.seed, a.fan_in, payload=a.payload, pipe_size=a.pipe_size,
                      reset_pointers=a.reset_pointers, acks=a.acks, inter_pod=a.inter_pod,
                      gpus_per_server=a.gpus_per_server, stride=a.stride or 0, matrix=a.matrix,
@@ -178,7 +115,7 @@ def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
                      moe_skew=a.skew, eplb=a.eplb, mix=a.mix, mix_base=a.mix_base, order=a.order, events=a.events,
                      pace_rho_max=a.pace == "rho_max", ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
                      flows_file=a.flows, cm_rate_bps=a.cm_rate, propagation=a.propagation, **tp,
-                     **sampled_params(a))
+                     **args.sampled_params(a))
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
@@ -252,10 +189,10 @@ def add_compare(sub: Any) -> None:
     args.add_propagation(cmp_)
     args.add_wire_overhead(cmp_)
     args.add_ack_priority(cmp_)
-    add_ecn(cmp_)
-    add_sampled(cmp_)
+    args.add_ecn(cmp_)
+    args.add_sampled(cmp_)
     cmp_.add_argument("--out", type=Path, default=None, help="directory (default results/<time>-compare)")
-    add_wait(cmp_)
+    args.add_wait(cmp_)
     args.add_topology(cmp_)
     args.add_common(cmp_)
 
@@ -281,7 +218,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
     rate = st.rate_bps if st is not None else args.resolve_rate(a.rate, tree, acks=a.acks, host_lb=host_lb)
     for c in configs:  # every cell's parameters are valid before anything is touched
         p0 = RunParams(a.workload, a.size, a.load, c.scheme, acks=a.acks, ecn_threshold=a.ecn_threshold,
-                       buffer_ref=a.buffer_ref, propagation=a.propagation, **sampled_params(a))
+                       buffer_ref=a.buffer_ref, propagation=a.propagation, **args.sampled_params(a))
         p0.check_fabric(tree)
         p0.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
     out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-compare"
@@ -294,7 +231,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         def one(cell: Cell, d: Path) -> dict[str, Any]:
             p = RunParams(a.workload, a.size, a.load, cell.config.scheme, cell.seed, pipe_size=cell.config.pipe_size,
                           acks=a.acks, ecn_threshold=a.ecn_threshold, buffer_ref=a.buffer_ref,
-                          propagation=a.propagation, **sampled_params(a))
+                          propagation=a.propagation, **args.sampled_params(a))
             return run_valid(fab, p, d, attempts=max(0, a.retries) + 1).to_json()
 
         return run_matrix(cells, one, out)
@@ -337,53 +274,6 @@ def cmd_plot(a: argparse.Namespace) -> int:
     out = a.output or a.dir / "queues.png"
     port = plot_queues(res, out)
     print(f"wrote {out} (most loaded port: {port})")
-    return 0
-
-
-DEMO_SCHEMES = "ecmp,rps,ar,reps,ofan,pofan:4"
-
-
-def add_demo(sub: Any) -> None:
-    demo = sub.add_parser("demo", help="a small sweep: k=4, ECMP, RPS, AR, REPS, Ofan and 4Ofan, two sizes, one "
-                                       "seed; the table and an HTML report")
-    demo.add_argument("--k", type=args.k_value, default=4)
-    demo.add_argument("--sizes", default="256KB,1MB", help="comma-separated bytes per flow (default 256KB,1MB)")
-    demo.add_argument("--schemes", default=DEMO_SCHEMES, help=f"comma-separated (default {DEMO_SCHEMES})")
-    demo.add_argument("--load", type=args.load, default=1.0)
-    demo.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
-    demo.add_argument("--seed", type=int, default=1)
-    demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
-    args.add_propagation(demo)
-    demo.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/<time>-demo)")
-    add_wait(demo)
-    args.add_topology(demo)
-    args.add_common(demo)
-
-
-def cmd_demo(a: argparse.Namespace) -> int:
-    from ..run.sweep import Matrix, SweepDir, run_local
-    from .report import render
-    from .sweep_cmds import describe
-
-    schemes = tuple(x.strip() for x in a.schemes.split(",") if x.strip())
-    sizes = tuple(args.size(x) for x in a.sizes.split(",") if x.strip())
-    if a.retries < 0:
-        raise RunError(f"--retries must be >= 0, got {a.retries}")
-    m = Matrix(schemes, sizes=sizes, loads=(a.load,), ks=(a.k,), seeds=(a.seed,), topology=a.topology or "fattree",
-               rate_bps=a.rate, acks="reps" in schemes, retries=a.retries, propagation=a.propagation.label)
-    out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-demo"
-    args.need_root()
-    d = SweepDir(out, m)
-    con = args.console()
-    con.print(f"demo: k={a.k} {m.topology}, {len(m.cells())} runs, link rate {format_rate(m.rate_for(a.k))}"
-              f"{' (ACKs on: reps needs them)' if m.acks else ''}")
-
-    def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
-        if row is not None:
-            args.console(stderr=True).print(f"[{done}/{total}] {describe(row)}")
-
-    run_local(d, a.prefix, progress, wait=a.wait)
-    render(out, console=con)
     return 0
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ..run.params import RunError
+from ..topology.units import format_rate
 from . import args
-from .run_cmds import add_ecn, add_sampled, add_wait, sampled_params
 
 DEFAULT_SCHEMES = "ecmp,rps,ar,ofan,pofan:4"
 
@@ -133,9 +133,9 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--cluster", default=None,
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
                          "ray://HOST:PORT; nodes started with --resources '{\"testbed_fabric\": 1}' (README)")
-    add_ecn(sw)
-    add_sampled(sw)
-    add_wait(sw)
+    args.add_ecn(sw)
+    args.add_sampled(sw)
+    args.add_wait(sw)
     args.add_topology(sw)
     sw.add_argument("--prefix", type=args.prefix, default="tbs",
                     help="name prefix of the sweep's own fabrics (default tbs)")
@@ -146,7 +146,7 @@ def matrix_of(a: argparse.Namespace) -> Any:
 
     return Matrix(tuple(x.strip() for x in a.schemes.split(",") if x.strip()), a.workloads, a.sizes, a.loads,
                   a.failures, a.k, a.payloads, a.seeds, a.topology or "fattree", a.rate, a.acks, a.ecn_threshold,
-                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **sampled_params(a),
+                  a.inter_pod, a.retries, a.flows, a.cm_rate, a.ccs, a.base_rtt_pkts, a.buffer, **args.sampled_params(a),
                   propagation=a.propagation.label, wire_overhead=a.wire_overhead, ack_priority=a.ack_priority,
                   rate_factor=a.rate_factor or 1.0, gpus_per_server=a.gpus_per_server, mixes=a.mixes,
                   mix_base=a.mix_base, layers=a.layers, steps=a.steps or 0)
@@ -241,7 +241,7 @@ def add_paper(sub: Any) -> None:
                          "page's hand-written parts (docs/reproduction.md is made this way)")
     args.add_propagation(pp)
     args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
-    add_wait(pp)
+    args.add_wait(pp)
     pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
 
 
@@ -382,4 +382,50 @@ def cmd_claims(a: argparse.Namespace) -> int:
     if a.doc is not None:
         cl.splice_doc(a.doc, (out / "claims.md").read_text())
         con.print(f"claims.md put into {a.doc}")
+    return 0
+
+
+DEMO_SCHEMES = "ecmp,rps,ar,reps,ofan,pofan:4"
+
+
+def add_demo(sub: Any) -> None:
+    demo = sub.add_parser("demo", help="a small sweep: k=4, ECMP, RPS, AR, REPS, Ofan and 4Ofan, two sizes, one "
+                                       "seed; the table and an HTML report")
+    demo.add_argument("--k", type=args.k_value, default=4)
+    demo.add_argument("--sizes", default="256KB,1MB", help="comma-separated bytes per flow (default 256KB,1MB)")
+    demo.add_argument("--schemes", default=DEMO_SCHEMES, help=f"comma-separated (default {DEMO_SCHEMES})")
+    demo.add_argument("--load", type=args.load, default=1.0)
+    demo.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
+    demo.add_argument("--seed", type=int, default=1)
+    demo.add_argument("--retries", type=int, default=2, help="re-run an invalid run up to N times (default 2)")
+    args.add_propagation(demo)
+    demo.add_argument("--out", type=Path, default=None, help="the sweep's directory (default results/<time>-demo)")
+    args.add_wait(demo)
+    args.add_topology(demo)
+    args.add_common(demo)
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from ..run.sweep import Matrix, SweepDir, run_local
+    from .report import render
+
+    schemes = tuple(x.strip() for x in a.schemes.split(",") if x.strip())
+    sizes = tuple(args.size(x) for x in a.sizes.split(",") if x.strip())
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
+    m = Matrix(schemes, sizes=sizes, loads=(a.load,), ks=(a.k,), seeds=(a.seed,), topology=a.topology or "fattree",
+               rate_bps=a.rate, acks="reps" in schemes, retries=a.retries, propagation=a.propagation.label)
+    out = a.out or Path("results") / f"{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-demo"
+    args.need_root()
+    d = SweepDir(out, m)
+    con = args.console()
+    con.print(f"demo: k={a.k} {m.topology}, {len(m.cells())} runs, link rate {format_rate(m.rate_for(a.k))}"
+              f"{' (ACKs on: reps needs them)' if m.acks else ''}")
+
+    def progress(done: int, total: int, row: dict[str, Any] | None) -> None:
+        if row is not None:
+            args.console(stderr=True).print(f"[{done}/{total}] {describe(row)}")
+
+    run_local(d, a.prefix, progress, wait=a.wait)
+    render(out, console=con)
     return 0

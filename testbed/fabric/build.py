@@ -32,6 +32,7 @@ from ..dataplane.compile import Compiled, CompileThread, Dims
 from ..dataplane.maps import Maps
 from ..models.schemes import Scheme, SchemeConfig
 from ..topology import FatTree, Node
+from .errors import FabricError
 from . import capacity, netlink, netns, state
 from .netlink import Netlink, Request
 
@@ -47,10 +48,6 @@ def netns_threads(n_namespaces: int) -> int:
     """Namespace-creating threads: one while the bcc compile (about 0.35 s) has the other core to itself
     and outlasts them, two for larger fabrics, whose namespaces take longer than the compile."""
     return 1 if n_namespaces <= 400 else 2
-
-
-class FabricError(RuntimeError):
-    """The fabric cannot be built or found."""
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..topology import FatTree, Link
 from . import netlink, netns
-from .build import FabricError
+from .errors import FabricError
 from .netlink import Netlink
 from .state import STATE_DIR
 

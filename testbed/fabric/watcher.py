@@ -14,16 +14,14 @@ that link were lost there (queued when it died, or sent into it before the
 maps changed). They are counted and cleared from the occupancy.
 
 The watcher runs in the daemon `testbed controld` (started by `testbed up`;
-its body is `serve()`) or, for a fabric owned by one process, in a thread of
+its body is testbed.fabric.controld) or, for a fabric owned by one process, in a thread of
 that process.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import select
-import signal
 import socket
 import struct
 import threading
@@ -34,7 +32,7 @@ from ..dataplane import switches
 from ..models import control
 from ..dataplane.maps import U64, Maps, PortQ, signed
 from ..topology import FatTree, Link
-from . import netlink, netns, state
+from . import netlink, netns
 from .links import SETTLE_S, LinkEvent, events_path, read_events
 from .netlink import Netlink
 
@@ -186,22 +184,3 @@ class Watcher:
         fixed.area_bytes = (q.area_bytes + b * now) % U64
         self.maps.port_q.set(ifindex, fixed)
         return n
-
-
-def serve(prefix: str) -> None:
-    """The daemon's body: watch the fabric that is up under `prefix` until
-    SIGTERM, after marking it ready (the file `testbed up` waits for)."""
-    from .build import Fabric
-    from .capacity import raise_open_file_limit
-
-    raise_open_file_limit()  # a socket per namespace
-    with Fabric.attach(prefix) as fab:
-        assert fab.maps is not None
-        w = Watcher(fab.tree, fab.maps).open()
-        signal.signal(signal.SIGTERM, lambda *_: w.request_stop())
-        with open(state.side_files(prefix)[2], "w") as f:
-            f.write(f"{os.getpid()}\n")
-        try:
-            w.loop()
-        finally:
-            w.close()

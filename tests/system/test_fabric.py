@@ -9,7 +9,8 @@ import pytest
 
 from testbed.dataplane import switches
 from testbed.models.schemes import Scheme
-from testbed.fabric.build import Fabric, FabricError, FabricSpec
+from testbed.fabric.build import Fabric, FabricSpec
+from testbed.fabric.errors import FabricError
 from testbed.fabric.reach import all_pairs
 
 from .helpers import leftovers

@@ -18,21 +18,16 @@ from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run_valid
 from testbed.topology import FatTree
-from testbed.topology.units import parse_size
+from testbed.topology.units import parse_seeds, parse_size
 
 
-def seeds(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", default="4,6,8")
     ap.add_argument("--sizes", default="1MB,16MB")
-    ap.add_argument("--seeds", default="1-10")
+    ap.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-10"))
     ap.add_argument("--retries", type=int, default=2)
     a = ap.parse_args()
     runs, broken = [], 0
@@ -41,7 +36,7 @@ def main() -> int:
         with Fabric(FabricSpec(k=k, rate_bps=rate, prefix="eb")) as fab:
             w = fab.tree.w
             for size in a.sizes.split(","):
-                for seed in seeds(a.seeds):
+                for seed in a.seeds:
                     r = run_valid(fab, RunParams("permutation", parse_size(size), 1.0, Scheme.OFAN, seed=seed),
                                   attempts=1 + a.retries).to_json()
                     edge = max(p["max_pkts"] for p in r["ports"] if p["stage"] == "edge_agg")

@@ -37,15 +37,10 @@ from testbed.fabric.budget import round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
-from testbed.topology.units import parse_size
+from testbed.topology.units import parse_ints, parse_seeds, parse_size
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
 
-def int_list(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def line_rate(tree: FatTree, host_pps: int) -> int:
@@ -103,14 +98,14 @@ def main() -> None:
     ap.add_argument("--topology", default="fattree", choices=["fattree", "leafspine"])
     ap.add_argument("--packets-per-s", default="72000,48000,36000,24000",
                     help="host packet rates to try, highest first")
-    ap.add_argument("--seeds", default="1-5")
+    ap.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"))
     ap.add_argument("--size", default="1MB")
     ap.add_argument("--schemes", default="ofan,ecmp",
                     help="every scheme's runs must be valid: Ofan's queues are the shallowest, ECMP's the deepest")
     ap.add_argument("--cpu-headroom", type=float, default=0.85)
     a = ap.parse_args()
-    out = [envelope(a.topology, k, int_list(a.packets_per_s), int_list(a.seeds), parse_size(a.size),
-                    [Scheme.parse(x) for x in a.schemes.split(",")], a.cpu_headroom) for k in int_list(a.k)]
+    out = [envelope(a.topology, k, parse_ints(a.packets_per_s), list(a.seeds), parse_size(a.size),
+                    [Scheme.parse(x) for x in a.schemes.split(",")], a.cpu_headroom) for k in parse_ints(a.k)]
     print(json.dumps({"bench": "fidelity", "schemes": a.schemes, "size": a.size, "seeds": a.seeds,
                       "fabrics": out}, indent=1))
 

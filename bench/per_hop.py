@@ -51,7 +51,7 @@ from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
-from testbed.topology.units import format_rate, parse_size
+from testbed.topology.units import format_rate, parse_seeds, parse_size
 
 DEFAULT_FABRICS = "fattree:4,fattree:8,fattree:12,fattree:16,leafspine:16,leafspine:32,leafspine:64"
 KERNEL_FIELDS = (2, 5, 6)  # /proc/stat cpu line, after the name: system, irq, softirq
@@ -59,11 +59,6 @@ IDLE_FIELDS = (3, 4)  # idle, iowait
 PERF_TOP = 15
 
 
-def int_list(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def cpu_jiffies() -> tuple[int, int, int]:
@@ -174,7 +169,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--fabrics", default=DEFAULT_FABRICS, help="topology:k, comma-separated")
     ap.add_argument("--rate-factor", type=float, default=0.5, help="of each fabric's auto rate (default 0.5)")
-    ap.add_argument("--seeds", type=int_list, default=[1, 2, 3])
+    ap.add_argument("--seeds", type=parse_seeds, default=[1, 2, 3])
     ap.add_argument("--size", default="1MB")
     ap.add_argument("--scheme", default="ofan")
     ap.add_argument("--perf", action="store_true", help="one more run per fabric, sampled by perf record")

@@ -33,15 +33,10 @@ from testbed.fabric import build
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run import experiment
 from testbed.run.experiment import RunParams, run
-from testbed.topology.units import parse_rate
+from testbed.topology.units import parse_rate, parse_seeds
 from traffic import sender
 
 
-def int_list(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 @contextmanager
@@ -93,7 +88,7 @@ def arm(text: str) -> Callable[[], Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rate", type=parse_rate, default=100_000_000)
-    ap.add_argument("--seeds", type=int_list, default=int_list("1-30"))
+    ap.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-30"))
     ap.add_argument("--arm", default=None, help="peak=R, sndbuf=BYTES or sysctl:KEY=VALUE")
     ap.add_argument("--size", type=int, default=1 << 20)
     a = ap.parse_args()

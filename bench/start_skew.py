@@ -18,27 +18,22 @@ from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
-from testbed.topology.units import parse_rate
+from testbed.topology.units import parse_rate, parse_seeds
 
 
-def int_list(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", type=int, default=4)
     ap.add_argument("--topology", default="fattree", choices=["fattree", "leafspine"])
-    ap.add_argument("--seeds", default="1-20")
+    ap.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-20"))
     ap.add_argument("--rate", type=parse_rate, default=0, help="line rate (default: the auto rate)")
     a = ap.parse_args()
     rate = a.rate or auto_rate_bps(FatTree(a.k, "bskew", a.topology))
     runs = []
     with Fabric(FabricSpec(k=a.k, prefix="bskew", rate_bps=rate, topology=a.topology)) as fab:
-        for seed in int_list(a.seeds):
+        for seed in a.seeds:
             r = run(fab, RunParams("permutation", 1 << 20, 1.0, Scheme.OFAN, seed)).to_json()
             f = r["fidelity"]
             runs.append({"seed": seed, "start_skew_pkts": f["start_skew_pkts"], "start_skew_us": 1e6 * f["start_skew_s"],

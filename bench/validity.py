@@ -42,15 +42,10 @@ from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.run.sweep import Matrix
 from testbed.topology import FatTree
-from testbed.topology.units import format_rate, parse_rate, parse_size
+from testbed.topology.units import format_rate, parse_ints, parse_rate, parse_seeds, parse_size
 from traffic.packet import DEFAULT_PAYLOAD
 
 
-def int_list(text: str) -> list[int]:
-    if "-" in text:
-        a, b = text.split("-")
-        return list(range(int(a), int(b) + 1))
-    return [int(s) for s in text.split(",")]
 
 
 def cause(reason: str) -> str:
@@ -70,9 +65,9 @@ def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool) -> 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--k", type=int_list, default=[4])
+    ap.add_argument("--k", type=parse_ints, default=[4])
     ap.add_argument("--rates", default="50mbit,100mbit")
-    ap.add_argument("--seeds", type=int_list, default=list(range(1, 41)))
+    ap.add_argument("--seeds", type=parse_seeds, default=list(range(1, 41)))
     ap.add_argument("--scheme", default="ofan", help="one or more, comma-separated: each run of a seed in turn")
     ap.add_argument("--workload", default="permutation")
     ap.add_argument("--size", default="1MB")

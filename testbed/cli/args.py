@@ -17,7 +17,8 @@ from ..fabric.errors import FabricError
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, Propagation, parse_propagation
-from ..topology.units import format_rate, parse_rate, parse_size, parse_threshold
+from ..topology.units import (format_rate, parse_duration, parse_ints, parse_rate, parse_seeds, parse_size,
+                              parse_threshold)
 
 AUTO_RATE = 0  # --rate auto (no real rate is 0)
 RATE_HELP = ("line rate of every link, or auto: the largest rate that keeps the hosts within this machine's "
@@ -80,22 +81,30 @@ def size_pair(text: str) -> tuple[int, int]:
     return tuple(0 if p.strip() == "0" else size(p) for p in parts)  # type: ignore[return-value]
 
 
-DURATION_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "ns": 1e-9}
-
-
 def duration(text: str) -> float:
-    """Seconds from "100ms", "150us", "0.1s" or "2000ns"."""
-    t = text.strip().lower()
-    for unit in ("ms", "us", "ns", "s"):
-        if t.endswith(unit):
-            try:
-                v = float(t[: -len(unit)]) * DURATION_UNITS[unit]
-            except ValueError:
-                break
-            if v < 0:
-                raise argparse.ArgumentTypeError(f"a duration must be >= 0, got {text!r}")
-            return v
-    raise argparse.ArgumentTypeError(f"not a duration: {text!r} (for example 100ms, 150us, 0.1s)")
+    """Seconds from "100ms", "150us", "0.1s" or "2000ns" (units.parse_duration; 0 allowed)."""
+    try:
+        return parse_duration(text, allow_zero=True)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+SEEDS_HELP = "seeds: N is seed N, A-B a range, or a comma-separated list of either (1-3,7)"
+
+
+def seeds(text: str) -> tuple[int, ...]:
+    """Seeds as every command takes them (units.parse_seeds): '3' is seed 3, '1-5' five, '1,5,9' three."""
+    try:
+        return parse_seeds(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def int_list(text: str) -> tuple[int, ...]:
+    try:
+        return parse_ints(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def load(text: str) -> float:

@@ -178,7 +178,7 @@ def add_compare(sub: Any) -> None:
     cmp_ = sub.add_parser("compare", help="run a matrix of schemes x seeds and compare them")
     cmp_.add_argument("--schemes", default="ecmp,rps,ar,ofan,pofan:4",
                       help="comma-separated; pofan:P or pofan:cpu for a pipe size (default ecmp,rps,ar,ofan,pofan:4)")
-    cmp_.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    cmp_.add_argument("--seeds", type=args.seeds, default=(1, 2, 3), help=args.SEEDS_HELP + " (default 1-3)")
     cmp_.add_argument("--workload", default="permutation", choices=WORKLOADS)
     cmp_.add_argument("--size", type=args.size, default=1 << 20)
     cmp_.add_argument("--load", type=args.load, default=1.0)
@@ -198,13 +198,13 @@ def add_compare(sub: Any) -> None:
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from ..run.compare import Cell, compare_summary, parse_schemes, parse_seeds, run_matrix
+    from ..run.compare import Cell, compare_summary, parse_schemes, run_matrix
     from ..run.experiment import run_valid
     from .plots import plot_compare
     from .tables import summary_table
 
     configs = parse_schemes(a.schemes)
-    seeds = parse_seeds(a.seeds)
+    seeds = list(a.seeds)
     st = state.load(a.prefix)
     k = st.k if st is not None else (a.k or 4)
     if st is not None and a.k is not None and a.k != st.k:
@@ -285,7 +285,7 @@ def add_ideal(sub: Any) -> None:
                                        "(testbed/models/ideal.py)")
     sp.add_argument("--schemes", default="ecmp,rps,ofan,pofan:4",
                     help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P (default ecmp,rps,ofan,pofan:4)")
-    sp.add_argument("--seeds", default="1,2,3", help="comma-separated seeds (default 1,2,3)")
+    sp.add_argument("--seeds", type=args.seeds, default=(1, 2, 3), help=args.SEEDS_HELP + " (default 1-3)")
     sp.add_argument("--workload", default="permutation", choices=IDEAL_WORKLOADS)
     sp.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     sp.add_argument("--size", type=args.size, default=1 << 20, help="bytes per flow, a multiple of the payload")
@@ -304,10 +304,10 @@ def cmd_ideal(a: argparse.Namespace) -> int:
     from traffic.workloads import WorkloadSpec, make_spec
 
     from ..models import ideal
-    from ..run.compare import parse_schemes, parse_seeds
+    from ..run.compare import parse_schemes
 
     configs = parse_schemes(a.schemes)
-    seeds = parse_seeds(a.seeds)
+    seeds = list(a.seeds)
     if a.start_jitter < 0:
         raise RunError(f"--start-jitter must be >= 0, got {a.start_jitter}")
     tree = FatTree(a.k, "ideal", a.topology or "fattree")

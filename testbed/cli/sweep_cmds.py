@@ -16,21 +16,6 @@ from . import args
 DEFAULT_SCHEMES = "ecmp,rps,ar,ofan,pofan:4"
 
 
-def int_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(x) for x in text.split(",") if x.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected integers separated by commas, got {text!r}") from None
-
-
-def seeds(text: str) -> tuple[int, ...]:
-    """'3' is seeds 1, 2, 3; '1,5,9' those seeds."""
-    vals = int_list(text)
-    if not vals or any(v < 1 for v in vals):
-        raise argparse.ArgumentTypeError(f"seeds are positive integers, got {text!r}")
-    return tuple(range(1, vals[0] + 1)) if len(vals) == 1 and "," not in text else vals
-
-
 def sizes(text: str) -> tuple[int, ...]:
     return tuple(args.size(x) for x in text.split(",") if x.strip())
 
@@ -101,7 +86,7 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--k", type=ks, default=(4,), help="comma-separated fabric sizes (default 4)")
     sw.add_argument("--payloads", type=sizes, default=(4096,), help="comma-separated payload bytes (default 4096)")
     sw.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
-    sw.add_argument("--seeds", type=seeds, default=(1, 2, 3), help="N (seeds 1..N) or a list (default 3)")
+    sw.add_argument("--seeds", type=args.seeds, default=(1, 2, 3), help=args.SEEDS_HELP + " (default 1-3)")
     sw.add_argument("--acks", action="store_true", help="receivers answer every data packet (reps needs it)")
     sw.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     sw.add_argument("--flows", default=None, help="cm: a flow list in htsim's connection-matrix format")

@@ -25,16 +25,6 @@ def parse_schemes(text: str) -> list[SchemeConfig]:
     return out
 
 
-def parse_seeds(text: str) -> list[int]:
-    try:
-        seeds = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise SchemeError(f"seeds are integers separated by commas, got {text!r}") from None
-    if not seeds:
-        raise SchemeError("at least one seed")
-    return seeds
-
-
 @dataclass(frozen=True)
 class Cell:
     config: SchemeConfig

@@ -1,9 +1,15 @@
-"""Parsing of rates and sizes given on the command line."""
+"""Every kind of value the command line and the benches take, parsed in one place so that a flag means the
+same wherever it appears: rates, sizes, durations, queue thresholds, seeds and comma-separated lists. Each
+parser raises ValueError with a one-line message; the CLI turns it into its usage error."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
 
 _RATE_UNITS = {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}
 _SIZE_UNITS = {"b": 1, "kb": 1024, "kib": 1024, "mb": 1024**2, "mib": 1024**2, "gb": 1024**3, "gib": 1024**3}
@@ -41,15 +47,15 @@ def format_rate(bps: int) -> str:
     return f"{bps}bit"
 
 
-_TIME_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+_TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 
 def parse_duration(text: str, allow_zero: bool = False) -> float:
-    """'200ms' -> 0.2 seconds (units us, ms, s; a bare number is seconds)."""
+    """'200ms' -> 0.2 seconds (units ns, us, ms, s; a bare number is seconds)."""
     m = _NUM.match(text)
     unit = m.group(2).lower() if m else ""
     if not m or (unit and unit not in _TIME_UNITS):
-        raise ValueError(f"cannot parse duration {text!r} (examples: 200ms, 1.5s)")
+        raise ValueError(f"cannot parse duration {text!r} (examples: 200ms, 150us, 1.5s, 2000ns)")
     v = float(m.group(1)) * _TIME_UNITS[unit or "s"]
     if v < 0 or (v == 0 and not allow_zero):
         raise ValueError(f"duration must be > 0, got {text!r}")
@@ -94,3 +100,43 @@ def parse_threshold(text: str, reference_bytes: int) -> QueueThreshold:
         return QueueThreshold("bytes", parse_size(t))
     except ValueError:
         raise ValueError(f"cannot parse threshold {text!r} (examples: 10%, 80KB, 20pkts, off)") from None
+
+
+def parse_list(text: str, one: Callable[[str], T], what: str) -> tuple[T, ...]:
+    """A comma-separated list of at least one `what`, each parsed by `one` (its ValueError names the item)."""
+    items = [x.strip() for x in text.split(",")]
+    if not text.strip() or any(not x for x in items):
+        raise ValueError(f"expected one or more {what} separated by commas, got {text!r}")
+    return tuple(one(x) for x in items)
+
+
+def parse_int(text: str, minimum: int | None = None) -> int:
+    """A whole number, at least `minimum` if given."""
+    try:
+        v = int(text.strip())
+    except ValueError:
+        raise ValueError(f"expected a whole number, got {text!r}") from None
+    if minimum is not None and v < minimum:
+        raise ValueError(f"expected a whole number >= {minimum}, got {text!r}")
+    return v
+
+
+def parse_ints(text: str) -> tuple[int, ...]:
+    """Comma-separated whole numbers: '4,8,12'."""
+    return parse_list(text, parse_int, "whole numbers")
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """Seeds, as every command and bench takes them: '3' is seed 3; '1,5,9' those three; '1-5' seeds 1 to 5;
+    '1-3,7' both. Positive, each once."""
+    out: list[int] = []
+    for item in parse_list(text, str, "seeds"):
+        lo, dash, hi = item.partition("-")
+        a = parse_int(lo, 1)
+        b = parse_int(hi, 1) if dash else a
+        if b < a:
+            raise ValueError(f"a seed range runs upward, got {item!r}")
+        out += range(a, b + 1)
+    if len(set(out)) != len(out):
+        raise ValueError(f"a seed is given twice in {text!r}")
+    return tuple(out)

@@ -32,7 +32,7 @@ RAY = ROOT / ".venv" / "bin" / "ray"
 NETNS = "trc-ray"
 TOKEN = Path("/run/testbed/trc-ray/auth_token")  # the test cluster's own token, root's only
 PORT = 46379
-ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "2", "--rate", f"{TIMING_RATE_BPS}bit",
+ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "1-2", "--rate", f"{TIMING_RATE_BPS}bit",
         "--retries", "0"]
 DETERMINISTIC = ["cell", "scheme", "seed", "size_bytes", "k", "hosts", "flows", "packets_sent", "packets_received",
                  "cct_lower_bound_s", "rate_bps", "drops"]

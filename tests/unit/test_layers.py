@@ -1,5 +1,6 @@
 """The layer rules of pyproject.toml ([tool.importlinter]) hold, checked by
-import-linter itself, and they would catch an import that climbs a layer."""
+import-linter itself, and they would catch an import that climbs a layer or
+one that closes a circle inside a layer."""
 
 from __future__ import annotations
 
@@ -32,9 +33,13 @@ def test_an_import_that_climbs_a_layer_is_caught(tmp_path: Path) -> None:
         f.write("\nfrom testbed.cli import main  # noqa: E402 - the violation under test\n")
     with open(tmp_path / "traffic" / "packet.py", "a") as f:
         f.write("\nfrom testbed.dataplane import maps  # noqa: E402 - the violation under test\n")
+    with open(tmp_path / "testbed" / "fabric" / "errors.py", "a") as f:  # a circle: build imports errors
+        f.write("\n\ndef _late() -> None:\n    from . import build  # noqa: F401 - the violation under test\n")
     r = lint(tmp_path)
     out = r.stdout + r.stderr
     assert r.returncode != 0, out
     assert "testbed.topology.units -> testbed.cli" in out, out
     assert "traffic.packet -> testbed.dataplane" in out, out
-    assert "2 broken" in out, out
+    assert "No cycles are allowed in testbed.fabric" in out and ".errors -> .build" in out, out
+    broken = [line for line in out.splitlines() if line.rstrip().endswith("BROKEN")]
+    assert len(broken) >= 3, out

@@ -124,14 +124,13 @@ def test_compare_parsing_and_summary() -> None:
     import pandas as pd
 
     from testbed.models.schemes import SchemeError
-    from testbed.run.compare import compare_summary, parse_schemes, parse_seeds
+    from testbed.run.compare import compare_summary, parse_schemes
 
     cs = parse_schemes("ecmp, ofan,pofan:2,pofan:cpu")
     assert [c.label for c in cs] == ["ecmp", "ofan", "2ofan", "pofan-cpu"]
     for bad in ("ecmp,ecmp", "ofan:4", "warp", "pofan:x", ""):
         with pytest.raises(SchemeError):
             parse_schemes(bad)
-    assert parse_seeds("1,2, 3") == [1, 2, 3]
     df = pd.DataFrame([{"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
                        {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
                        {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0}])

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from testbed.topology.units import format_rate, parse_rate, parse_size
+from testbed.topology.units import format_rate, parse_duration, parse_ints, parse_rate, parse_seeds, parse_size
 from traffic import workloads
 from traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
 from traffic.workloads import WorkloadError, WorkloadSpec
@@ -225,3 +225,36 @@ def test_packet_layout_matches_paper_overhead() -> None:
     b = bth(qp=0x123456, psn=0xABCDEF)
     assert len(b) == 12 and b[0] == 0x04
     assert b[5:8] == bytes([0x12, 0x34, 0x56]) and b[9:12] == bytes([0xAB, 0xCD, 0xEF])
+
+
+def test_one_parser_per_kind_of_value() -> None:
+    """Seeds, lists and durations read the same in every command and bench (testbed.topology.units)."""
+    assert parse_seeds("3") == (3,) and parse_seeds("1,5,9") == (1, 5, 9) and parse_seeds("1-3,7") == (1, 2, 3, 7)
+    for bad in ("0", "3-1", "1,1", "", "1,,2", "x", "1-x"):
+        with pytest.raises(ValueError):
+            parse_seeds(bad)
+    assert parse_ints("4,8, 12") == (4, 8, 12)
+    assert parse_duration("200ms") == pytest.approx(0.2) and parse_duration("1") == 1.0
+    assert parse_duration("2000ns") == pytest.approx(2e-6) and parse_duration("150us") == pytest.approx(1.5e-4)
+    with pytest.raises(ValueError):
+        parse_duration("0")
+    assert parse_duration("0", allow_zero=True) == 0.0
+
+
+def test_the_same_flag_means_the_same_everywhere() -> None:
+    """--seeds 3 is seed 3 in compare, sweep and ideal; --base-rtt and flap --period take the same durations."""
+    from testbed.cli import args as cli_args
+    from testbed.cli.args import Parser
+
+    from testbed.cli import COMMANDS
+
+    parser = Parser(prog="testbed")
+    sub = parser.add_subparsers(dest="command")
+    for add, _ in COMMANDS.values():
+        add(sub)
+    for cmd in (["compare"], ["sweep", "--schemes", "ofan", "--out", "x"], ["ideal"]):
+        assert parser.parse_args([*cmd, "--seeds", "3"]).seeds == (3,)
+        assert parser.parse_args([*cmd, "--seeds", "1-3"]).seeds == (1, 2, 3)
+    assert cli_args.duration("1") == 1.0 and cli_args.duration("100ns") == pytest.approx(1e-7)
+    run = parser.parse_args(["run", "--workload", "permutation", "--size", "1MB", "--cc", "nscc", "--base-rtt", "1"])
+    assert run.base_rtt == 1.0

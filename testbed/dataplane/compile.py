@@ -25,7 +25,7 @@ from typing import Any
 from ..topology import IFINDEX_BASE, FatTree
 from . import program_cache
 from ..models import decisions
-from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, N_SEEN, PATH_CLASSES, REPS_DELAY_SLOTS, RINGBUF_MAPS, AckRx,
+from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, LayoutError, mirror_mismatches, mirrors_fingerprint, N_SEEN, PATH_CLASSES, REPS_DELAY_SLOTS, RINGBUF_MAPS, AckRx,
                    CongaEntry, CongaFb, FlowRx, LbPort, PortInfo, PortQ, RepsCursor, RepsPending, RepsState, pin_dir,
                    prog_id)
 
@@ -111,7 +111,26 @@ def source() -> str:
                 out.append(line)
         return "\n".join(out)
 
-    return "\n".join(expand(EBPF_DIR / name) for name in SOURCES)
+    # the mirrors' layout is part of the text, so of the cache key: a mirror that changes is checked again
+    return "\n".join(expand(EBPF_DIR / name) for name in SOURCES) + f"\n/* python mirrors {mirrors_fingerprint()} */\n"
+
+
+def check_mirrors(bpf: Any) -> None:
+    """Every map's key and value as the compiled program declares them (bcc's reading of the C types) against
+    the Python mirrors of testbed/dataplane/maps.py: a LayoutError of one line naming what drifted."""
+    import json
+
+    from bcc import BPF
+    from bcc.libbcc import lib
+
+    bad: list[str] = []
+    for name, (key_t, value_t) in MAP_TYPES.items():
+        for kind, ours, desc in (("key", key_t, lib.bpf_table_key_desc), ("value", value_t, lib.bpf_table_leaf_desc)):
+            theirs = BPF._decode_table_type(json.loads(desc(bpf.module, name.encode()).decode()))
+            bad += mirror_mismatches(f"map {name}'s {kind}", ours, theirs)
+    if bad:
+        raise LayoutError(f"ebpf/include/shared.h and testbed/dataplane/maps.py disagree: {'; '.join(bad[:3])}"
+                          + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
 
 
 def ensure_bpffs() -> None:
@@ -149,6 +168,7 @@ class Compiled:
         from bcc import BPF  # the only bcc import of the package
 
         self._bpf = BPF(text=text.encode(), cflags=cflags)
+        check_mirrors(self._bpf)
         for name in ENTRY_POINTS:
             self.fds[name] = self._bpf.load_func(name.encode(), BPF.SCHED_CLS).fd
         self.map_fds = program_cache.module_maps(self._bpf.module)

@@ -183,6 +183,44 @@ N_SEEN = 1 << 20  # rx_seen words: one bit per data packet of a transport run (6
 ACK_EVENT_BYTES = 256 * 4096  # ack_events (shared.h ACK_EVENT_PAGES)
 
 
+
+
+class LayoutError(RuntimeError):
+    """A Python mirror of a shared struct differs from the compiled program's own layout."""
+
+
+def _layout(t: type[Any]) -> tuple[int, dict[str, tuple[int, int]]]:
+    """A ctypes type's size and, for a structure, each named field's (offset, size)."""
+    fields = {}
+    for name, *_ in getattr(t, "_fields_", ()):
+        f = getattr(t, name)
+        fields[name] = (f.offset, f.size)
+    return ct.sizeof(t), fields
+
+
+def mirror_mismatches(what: str, ours: type[Any], theirs: type[Any]) -> list[str]:
+    """How the Python mirror `ours` differs from the program's `theirs` (bcc's reading of the C declaration):
+    total size, and every field of ours at a different offset or size, or absent there (padding fields bcc
+    adds count only through the size)."""
+    size, fields = _layout(ours)
+    csize, cfields = _layout(theirs)
+    out = [f"{what}: {name} at offset {off} ({n} B) in the mirror, "
+           + (f"at {cfields[name][0]} ({cfields[name][1]} B) in the program" if name in cfields else "absent from the program")
+           for name, (off, n) in fields.items() if cfields.get(name) != (off, n)]
+    if size != csize:
+        out.append(f"{what}: {size} bytes in the mirror, {csize} in the program")
+    return out
+
+
+def mirrors_fingerprint() -> str:
+    """A digest of every mirror's layout: part of the program cache's key, so that a program cached before a
+    mirror changed is compiled (and checked) again."""
+    import hashlib
+
+    text = repr(sorted((name, _layout(k), _layout(v)) for name, (k, v) in MAP_TYPES.items()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 # -- program and map handles ------------------------------------------------
 class _BpfProgInfo(ct.Structure):
     _fields_ = [("type", u32), ("id", u32), ("rest", ct.c_uint8 * 248)]
@@ -335,7 +373,45 @@ class PercpuU64Map:
 
 
 class Maps:
-    """All pinned maps of one fabric. Works in any process while the fabric is up."""
+    """All pinned maps of one fabric, each a typed attribute (MAP_TYPES: key and value types). Works in any
+    process while the fabric is up."""
+
+    port_info: MapHandle[ct.c_uint32, PortInfo]
+    port_q: MapHandle[ct.c_uint32, PortQ]
+    switch_cfg: MapHandle[ct.c_uint32, SwitchCfg]
+    uplinks: MapHandle[ct.c_uint32, ct.c_uint32]
+    downlinks: MapHandle[ct.c_uint32, ct.c_uint32]
+    dst_info: MapHandle[ct.c_uint32, DstInfo]
+    ofan_ptr: MapHandle[ct.c_uint32, ct.c_uint64]
+    ofan_ptr_cpu: PercpuU64Map
+    rr_ptr: MapHandle[ct.c_uint32, ct.c_uint64]
+    drill_mem: MapHandle[ct.c_uint32, ct.c_uint32]
+    ar_thresh: MapHandle[ct.c_uint32, ct.c_uint64]
+    ofan_basis: MapHandle[ct.c_uint32, ct.c_uint32]
+    flow_rx: MapHandle[ct.c_uint32, FlowRx]
+    ack_rx: MapHandle[ct.c_uint32, AckRx]
+    run_cfg: MapHandle[ct.c_uint32, RunCfg]
+    uplink_pkts: MapHandle[ct.c_uint32, ct.c_uint64]
+    uplink_mask: MapHandle[ct.c_uint32, ct.c_uint32]
+    sw_drops: MapHandle[ct.c_uint32, ct.c_uint64]
+    counters: MapHandle[ct.c_uint32, ct.c_uint64]
+    rx_total: PercpuU64Map
+    reps: MapHandle[ct.c_uint32, RepsState]
+    reps_delay: MapHandle[ct.c_uint32, RepsPending]
+    reps_cursor: MapHandle[ct.c_uint32, RepsCursor]
+    drb_ptr: MapHandle[ct.c_uint32, ct.c_uint64]
+    host_paths: MapHandle[ct.c_uint32, ct.c_uint64]
+    host_lb_cnt: MapHandle[ct.c_uint32, ct.c_uint64]
+    top_dst_pkts: MapHandle[ct.c_uint32, ct.c_uint64]
+    rx_seen: MapHandle[ct.c_uint32, ct.c_uint64]
+    lb_cfg: MapHandle[ct.c_uint32, LbCfg]
+    lb_port: MapHandle[ct.c_uint32, LbPort]
+    lb_epoch: MapHandle[ct.c_uint32, ct.c_uint64]
+    sw_ports: MapHandle[ct.c_uint32, ct.c_uint32]
+    sglb_view: MapHandle[ct.c_uint32, ct.c_uint32]
+    conga_to: MapHandle[ct.c_uint32, CongaFb]
+    conga_from: MapHandle[ct.c_uint32, CongaEntry]
+    conga_fb_ptr: MapHandle[ct.c_uint32, ct.c_uint64]
 
     def __init__(self, prefix: str) -> None:
         from bcc.libbcc import lib
@@ -350,6 +426,7 @@ class Maps:
                 self.close()
                 raise FileNotFoundError(f"pinned map {name} of fabric {prefix!r} not found in {d}")
             self._maps[name] = PercpuU64Map(fd) if name in PERCPU_MAPS else MapHandle(fd, kt, vt)
+            setattr(self, name, self._maps[name])
 
     def port_q_view(self, n: int) -> Any:
         """port_q in place (the map is BPF_F_MMAPABLE): a numpy array of n PORTQ_DTYPE entries that reads the
@@ -366,12 +443,6 @@ class Maps:
         size = -(-8 * n_words // mmap.PAGESIZE) * mmap.PAGESIZE
         with mmap.mmap(self._maps["rx_seen"].fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE) as m:
             m[:] = bytes(size)
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["_maps"][name]
-        except KeyError:
-            raise AttributeError(name) from None
 
     def close(self) -> None:
         if self._port_q_mmap is not None:

@@ -40,6 +40,7 @@ from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
+from ..fabric.qdisc_timers import TimerLateness
 from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, results
 from ..measure import transport as tmeasure
 from ..topology import FatTree, Stage
@@ -174,10 +175,9 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     try:
         with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, qdisc_timers.watch() as timers, \
                 tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
-            return _measure(fab, p, flows, pk, host_rate, (bound, bound_ff, bound0), prop, rtts, configs,
-                            scheme_label, run_dir,
-                            list(discarded or []), rho, faults.Timeline(tree, actions), awake, stamped, tp,
-                            Path(trace_dir) / "windows.bin", timers)
+            plan = Plan(fab, p, flows, pk, host_rate, bound, bound_ff, bound0, prop, rtts, configs, scheme_label,
+                        run_dir, list(discarded or []), rho, faults.Timeline(tree, actions), tp)
+            return _measure(plan, Probes(awake, stamped, timers, Path(trace_dir) / "windows.bin"))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (the CLI raises it as a KeyboardInterrupt)
         if run_dir is not None:
             run_dir.abort("interrupted", "terminated (SIGTERM)" if type(e).__name__ == "Terminated"
@@ -216,135 +216,276 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
     raise AssertionError("unreachable")
 
 
-def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_rate: int,
-             bounds: tuple[float, float, float], prop: Propagated, rtts: dict[int, int], configs: dict[str, SchemeConfig], scheme_label: str,
-             run_dir: results.RunDir | None, discarded: list[dict[str, Any]], rho: dict[str, Any],
-             timeline: faults.Timeline, cpu_awake: bool, stamped: bool, tp: Transport, trace_path: Path,
-             timers: qdisc_timers.Watch | None) -> Result:
-    spec, tree, maps = fab.spec, fab.tree, fab.maps
+@dataclass(frozen=True)
+class Plan:
+    """What `_run` prepared for the measurement: the run, its flows and bounds, the schemes in place, where its
+    results go."""
+
+    fab: Fabric
+    p: RunParams
+    flows: list[Flow]
+    pk: Packetizer
+    host_rate: int
+    bound: float  # the CCT lower bound, propagation included
+    bound_fault_free: float  # the same with hosts paced at load x line rate (not rho_max)
+    bound_no_propagation: float  # without propagation: the timing criterion's reference
+    prop: Propagated
+    rtts: dict[int, int]
+    configs: dict[str, SchemeConfig]
+    scheme_label: str
+    run_dir: results.RunDir | None
+    discarded: list[dict[str, Any]]
+    rho: dict[str, Any]
+    timeline: faults.Timeline
+    tp: Transport
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The run's instruments besides the maps: idle CPUs kept polling, the NICs' hand-over stamps, the qdisc
+    timers' probe, and where a transport run's window trace goes."""
+
+    cpu_awake: bool
+    stamped: bool
+    timers: qdisc_timers.Watch | None
+    trace_path: Path
+
+
+@dataclass(frozen=True)
+class Counters:
+    """The kernel's counters that a run reads as differences: qdisc statistics, softnet drops, the data plane's
+    counters, uplink and pointer counts, and link events so far."""
+
+    qdisc: dict[int, Any]
+    softnet: int
+    data_plane: dict[str, int]
+    uplinks: list[int]
+    pointers: Any
+    events: int
+
+    @classmethod
+    def read(cls, fab: Fabric) -> Counters:
+        maps, tree = fab.maps, fab.tree
+        assert maps is not None
+        return cls(qdisc_stats(tree), collector.softnet_drops(), maps.counter_values(),
+                   list(maps.uplink_pkts.read_array(tree.n_switches * tree.w)), collector.pointer_values(maps, tree),
+                   len(links.read_events(fab.spec.prefix)))
+
+
+@dataclass(frozen=True)
+class Machine:
+    """What the machine did during the run: CPU busy shares, the busiest window, other processes' CPU time and
+    the qdisc timers' lateness."""
+
+    busy: float
+    steal: float
+    busiest: float
+    window: cpu_windows.Busiest | None
+    outside: float
+    outside_worst: str
+    outside_window_s: float
+    timers: TimerLateness | None
+
+
+@dataclass(frozen=True)
+class Readings:
+    """Everything read from the kernel after the run."""
+
+    ports: dict[int, metrics.PortSample]
+    rx: dict[int, metrics.FlowSample]
+    acks: dict[int, Any]
+    after: Counters
+    host_counts: dict[str, dict[str, int]]
+    configs_end: dict[str, SchemeConfig]
+    link_events: list[dict[str, Any]]
+    reach_end: control.Reach
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The collective's window: first frame out, each flow's end as the kernel saw it, the CCT (each end plus
+    its propagation) and the window the queues and links were measured over."""
+
+    t_first: int
+    ends: dict[int, int]
+    t_last: int
+    cct_ns: int
+    window_ns: int
+
+
+def _measure(plan: Plan, probes: Probes) -> Result:
+    """One run, step by step: counters before, send and drain, the machine's figures, counters after, the
+    CCT, drops, the verdict, the result (and its directory)."""
+    before = _prepare_counters(plan, probes)
+    sampler = collector.Sampler(plan.fab.maps, plan.fab.tree, SAMPLE_HZ)  # type: ignore[arg-type]
+    sent, drained, machine = _send_and_drain(plan, probes, sampler)
+    got = _read_after(plan, before)
+    timing = _timing(plan, got)
+    drops = _drops(plan, before, got, sent)
+    verdict = _verdict(plan, probes, sent, drained, got, timing, drops, machine, sampler.rate_hz)
+    windows = tmeasure.read_trace(probes.trace_path, timing.t_first, plan.tp.pkt_ns) if plan.tp.on else None
+    result = _result(plan, sent, got, timing, drops, before, verdict, windows)
+    if plan.run_dir is not None:
+        _write(plan, result, sampler, timing, windows)
+    return result
+
+
+def _prepare_counters(plan: Plan, probes: Probes) -> Counters:
+    """The counters before the run, then the per-run ones zeroed (ports, host NIC counters, the timers)."""
+    maps = plan.fab.maps
     assert maps is not None
-    bound, bound_ff, bound0 = bounds
-    events0 = len(links.read_events(spec.prefix))
-    n_up = tree.n_switches * tree.w
-    qdisc0 = qdisc_stats(tree)
-    soft0 = collector.softnet_drops()
-    cnt0 = maps.counter_values()
-    up0 = list(maps.uplink_pkts.read_array(n_up))
-    ptr0 = collector.pointer_values(maps, tree)
-    collector.reset_ports(maps, tree)
-    collector.reset_host_counters(maps, tree)
+    before = Counters.read(plan.fab)
+    collector.reset_ports(maps, plan.fab.tree)
+    collector.reset_host_counters(maps, plan.fab.tree)
+    if probes.timers is not None:
+        probes.timers.zero()
+    return before
+
+
+def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> tuple[SendReport, bool, Machine]:
+    """Send the collective while sampling the queues and the CPUs, wait until it is delivered (or the fabric
+    is drained), and what the machine did meanwhile."""
+    fab, p, pk = plan.fab, plan.p, plan.pk
+    maps, tree = fab.maps, fab.tree
+    assert maps is not None
     cpu0 = fidelity.CpuTimes.now()
     procs0, t_procs0 = outside.Snapshot.now(), time.monotonic()
-    if timers is not None:
-        timers.zero()
-    sampler = collector.Sampler(maps, tree, SAMPLE_HZ).start()
-    link_pkt_s = pk.wire_len(pk.payload) * 8 / spec.rate_bps  # windows as long as the lateness the verdict allows
+    sampler.start()
+    link_pkt_s = pk.wire_len(pk.payload) * 8 / fab.spec.rate_bps  # windows as long as the lateness allowed
     cpu_sampler = cpu_windows.Sampler(min_window_s=fidelity.STALL_MAX_PKTS * link_pkt_s).start()
     try:
-        sent = _send(fab, flows, pk, p.seed, bound, timeline, _sender_fault(p.inject),
-                     tp, rtts, trace_path, p.scheme is Scheme.REPS, metrics.chain_wait_s(tree, flows, prop.link_s))
+        sent = _send(fab, plan.flows, pk, p.seed, plan.bound, plan.timeline, _sender_fault(p.inject), plan.tp,
+                     plan.rtts, probes.trace_path, p.scheme is Scheme.REPS,
+                     metrics.chain_wait_s(tree, plan.flows, plan.prop.link_s))
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
-        timeline.join()
-        time.sleep(2 * SETTLE_S if timeline.actions else 0)  # let the watcher record its last losses
+        plan.timeline.join()
+        time.sleep(2 * SETTLE_S if plan.timeline.actions else 0)  # let the watcher record its last losses
     finally:
         sampler.stop()
         cpu_window = cpu_sampler.stop()
     cpu1 = fidelity.CpuTimes.now()
-    st_now = state.load(spec.prefix)
-    outside_window_s = time.monotonic() - t_procs0
-    outside_share, outside_worst = outside.outside_cpu(procs0, outside.Snapshot.now(), outside_window_s,
-                                                       [os.getpid(), *(st_now.pids if st_now else [])])
-    timer_lateness = timers.read() if timers is not None else None
-    cpu_busy, cpu_steal, cpu_busiest = cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0)
+    st_now = state.load(fab.spec.prefix)
+    window_s = time.monotonic() - t_procs0
+    share, worst = outside.outside_cpu(procs0, outside.Snapshot.now(), window_s,
+                                       [os.getpid(), *(st_now.pids if st_now else [])])
+    return sent, drained, Machine(cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0),
+                                  cpu_window, share, worst, window_s,
+                                  probes.timers.read() if probes.timers is not None else None)
 
-    ports = collector.read_ports(maps, tree)
-    max_fid = max(f.fid for f in flows)
-    rx = collector.read_flows(maps, max_fid)
-    acks = collector.read_acks(maps, max_fid)
-    qdisc1 = qdisc_stats(tree)
-    cnt1 = maps.counter_values()
-    soft1 = collector.softnet_drops()
-    up1 = list(maps.uplink_pkts.read_array(n_up))
-    host_counts = collector.read_host_lb(maps, tree)
-    ptr1 = collector.pointer_values(maps, tree)
-    configs_end = switches.current_schemes(maps, tree)
-    link_events = [e for e in links.read_events(spec.prefix) if e["seq"] > events0]
-    reach_end = control.Reach(tree, faults.current_failed(tree))
 
-    src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in flows}
+def _read_after(plan: Plan, before: Counters) -> Readings:
+    fab, tree = plan.fab, plan.fab.tree
+    maps = fab.maps
+    assert maps is not None
+    max_fid = max(f.fid for f in plan.flows)
+    return Readings(collector.read_ports(maps, tree), collector.read_flows(maps, max_fid),
+                    collector.read_acks(maps, max_fid), Counters.read(fab), collector.read_host_lb(maps, tree),
+                    switches.current_schemes(maps, tree),
+                    [e for e in links.read_events(fab.spec.prefix) if e["seq"] > before.events],
+                    control.Reach(tree, faults.current_failed(tree)))
+
+
+def _timing(plan: Plan, got: Readings) -> Timing:
+    tree, ports = plan.fab.tree, got.ports
+    src_ports = {tree.host_port(tree.hosts[f.src].name).ifindex for f in plan.flows}
     t_first = min((ports[i].first_tx_ns for i in src_ports if ports[i].first_tx_ns), default=0)
-    ends = {f.fid: _flow_end(rx.get(f.fid), acks.get(f.fid), p.acks) for f in flows}
-    t_last = metrics.completion_ns(ends, prop.shift_s)  # each flow's last arrival plus its propagation
+    ends = {f.fid: _flow_end(got.rx.get(f.fid), got.acks.get(f.fid), plan.p.acks) for f in plan.flows}
+    t_last = metrics.completion_ns(ends, plan.prop.shift_s)  # each flow's last arrival plus its propagation
     cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
     t_seen = max(ends.values(), default=0)  # what the kernel saw: the queues' and links' window
-    window_ns = max(0, t_seen - t_first) if t_first and t_seen else 0
-    queues = metrics.port_queues(tree, ports, window_ns)
-    counters = {n: cnt1[n] - cnt0.get(n, 0) for n in cnt1}
-    drops = {
+    return Timing(t_first, ends, t_last, cct_ns, max(0, t_seen - t_first) if t_first and t_seen else 0)
+
+
+def _drops(plan: Plan, before: Counters, got: Readings, sent: SendReport) -> dict[str, int]:
+    """Packets lost, by where: qdiscs (data; their ACK class apart), the per-CPU backlog, the data plane's error
+    paths, unreachable destinations, the senders, failed links, full port buffers (data and ACKs)."""
+    q0, q1, c0, c1 = before.qdisc, got.after.qdisc, before.data_plane, got.after.data_plane
+    counters = {n: c1[n] - c0.get(n, 0) for n in c1}
+    return {
         # data packets a qdisc dropped (its ACK class's drops apart, below: an ACK is not a data packet lost)
-        "qdisc": sum(_delta(qdisc0, qdisc1, i, "drops") - _delta(qdisc0, qdisc1, i, "ack_drops") for i in qdisc1),
-        "qdisc_acks": sum(_delta(qdisc0, qdisc1, i, "ack_drops") for i in qdisc1),
-        "softnet": soft1 - soft0,
+        "qdisc": sum(_delta(q0, q1, i, "drops") - _delta(q0, q1, i, "ack_drops") for i in q1),
+        "qdisc_acks": sum(_delta(q0, q1, i, "ack_drops") for i in q1),
+        "softnet": got.after.softnet - before.softnet,
         # the data plane's error paths
         "switch": sum(v for n, v in counters.items() if n != "unreachable" and n not in NOT_DROPS),
         # routed toward a link before it failed, dropped by the first switch without a route (or, with
         # hosts cut off, sent to an unreachable destination)
-        "unreachable": cnt1["unreachable"] - cnt0.get("unreachable", 0),
+        "unreachable": counters["unreachable"],
         "sender_errors": sent.errors,
-        "link_failures": sum(e["lost_pkts"] for e in link_events),  # died in a link's queues when it failed
+        "link_failures": sum(e["lost_pkts"] for e in got.link_events),  # died in a link's queues when it failed
+        "buffer": sum(s.buf_drops for s in got.ports.values()),
+        "buffer_acks": sum(s.buf_ack_drops for s in got.ports.values()),
     }
-    buf_data, buf_acks = (sum(s.buf_drops for s in ports.values()), sum(s.buf_ack_drops for s in ports.values()))
-    drops["buffer"] = buf_data
-    drops["buffer_acks"] = buf_acks
-    drops_by_port = _drops_by_port(tree, qdisc0, qdisc1, ports)
+
+
+def _verdict(plan: Plan, probes: Probes, sent: SendReport, drained: bool, got: Readings, timing: Timing,
+             drops: dict[str, int], machine: Machine, sample_rate_hz: float) -> fidelity.Verdict:
+    """Every figure the verdict judges, from the readings, then the verdict (testbed.measure.fidelity)."""
+    fab, p, pk, flows, tp = plan.fab, plan.p, plan.pk, plan.flows, plan.tp
+    spec, tree, ports, rx = fab.spec, fab.tree, got.ports, got.rx
+    host_rate = plan.host_rate
     received = sum(r.pkts for r in rx.values())
     # a flow cannot receive more packets than it sent: an emulator that duplicated packets would otherwise
     # cancel as many untraced losses in the totals
     over_received = sum(max(0, (rx[f.fid].pkts if f.fid in rx else 0) - sent.flows[f.fid].packets) for f in flows)
-    acks_received = sum(int(a.acks) for a in acks.values())
-    pacing = metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead)
-    service = metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead)
-    nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
-    incomplete = sum(1 for f in flows if not sent.flows[f.fid].noroute
-                     and (rx[f.fid].uniq if f.fid in rx else 0) < pk.count(f.size_bytes)) if tp.on else 0
-    loop = None
-    if tp.on and sent.lateness is not None:
-        loop = tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
     delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
                                  drops["softnet"] + drops["switch"], drained, over_received,
                                  drops["link_failures"] if p.acks else 0)  # a dead queue held ACKs too
+    nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
     late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
                                               spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     evidence = fidelity.Evidence(
-        pacing=pacing, pacing_span_pkts=metrics.pacing_spans_pkts(tree, flows, ports, pk, host_rate), service=service, start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
-        packet_time_s=t_pkt, nic_burst_pkts=nic.burst, nic_stall_pkts=nic.stall, nic_back_to_back=nic.back_to_back,
-        delivery=delivery, softnet_drops=drops["softnet"], cpu_busy=cpu_busy, cpu_busiest=cpu_busiest,
-        cpu_steal=cpu_steal, max_giveups=sum(s.max_giveups for s in ports.values()), sample_rate_hz=sampler.rate_hz,
-        cpu_awake=cpu_awake, nic_late_pkts=late, timing_excess_pkts=excess, bound_pkts=bound0 / t_pkt,
-        nic_stamped=stamped, loop=loop, nic_dry_pkts=nic.dry, timers=timer_lateness,
-        feedback_lost=sum(c["delay_lost"] for c in host_counts.values()),
-        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=outside_share,
-        outside_worst=outside_worst, window_s=outside_window_s, cpu_window=cpu_window, nic_held_pkts=nic.held)
+        pacing=metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead),
+        pacing_span_pkts=metrics.pacing_spans_pkts(tree, flows, ports, pk, host_rate),
+        service=metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead),
+        start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, packet_time_s=t_pkt,
+        nic_burst_pkts=nic.burst, nic_stall_pkts=nic.stall, nic_back_to_back=nic.back_to_back,
+        nic_dry_pkts=nic.dry, nic_held_pkts=nic.held, delivery=delivery, softnet_drops=drops["softnet"],
+        cpu_busy=machine.busy, cpu_busiest=machine.busiest, cpu_steal=machine.steal, cpu_window=machine.window,
+        max_giveups=sum(s.max_giveups for s in ports.values()), sample_rate_hz=sample_rate_hz,
+        cpu_awake=probes.cpu_awake, nic_late_pkts=late, timing_excess_pkts=excess,
+        bound_pkts=plan.bound_no_propagation / t_pkt, nic_stamped=probes.stamped, loop=_loop(plan, sent, rx),
+        timers=machine.timers, feedback_lost=sum(c["delay_lost"] for c in got.host_counts.values()),
+        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=machine.outside,
+        outside_worst=machine.outside_worst, window_s=machine.outside_window_s)
+    queues = metrics.stage_queues(metrics.port_queues(tree, ports, timing.window_ns))
+    increase = (timing.cct_ns / 1e9 - plan.bound) / plan.bound if plan.bound > 0 else 0.0
     evidence = replace(evidence, ideal=_ideal_place(
-        fab, p, flows, pk, list(configs.values()) + list(configs_end.values()), prop, tp.on, bool(link_events or timeline.applied),
-        (cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0, metrics.stage_queues(queues),
-        evidence.timing_excess_share))
-    verdict = fidelity.verdict(evidence)
-    util = metrics.utilisation(tree, ports, spec.rate_bps, window_ns, spec.wire_overhead)
-    overload = metrics.worst_overload(tree, ports)
-    cct_s = cct_ns / 1e9
+        fab, p, flows, pk, list(plan.configs.values()) + list(got.configs_end.values()), plan.prop, tp.on,
+        bool(got.link_events or plan.timeline.applied), increase, queues, evidence.timing_excess_share))
+    return fidelity.verdict(evidence)
 
+
+def _loop(plan: Plan, sent: SendReport, rx: dict[int, metrics.FlowSample]) -> tmeasure.LoopTiming | None:
+    """A transport run's loop timing (how late it acted, flows left incomplete); None in paced runs."""
+    tp, pk = plan.tp, plan.pk
+    if not tp.on or sent.lateness is None:
+        return None
+    incomplete = sum(1 for f in plan.flows if not sent.flows[f.fid].noroute
+                     and (rx[f.fid].uniq if f.fid in rx else 0) < pk.count(f.size_bytes))
+    return tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
+
+
+def _result(plan: Plan, sent: SendReport, got: Readings, timing: Timing, drops: dict[str, int],
+            before: Counters, verdict: fidelity.Verdict, windows: pd.DataFrame | None) -> Result:
+    fab, p, pk, flows, tp, prop = plan.fab, plan.p, plan.pk, plan.flows, plan.tp, plan.prop
+    spec, tree, ports, rx, acks = fab.spec, fab.tree, got.ports, got.rx, got.acks
+    queues = metrics.port_queues(tree, ports, timing.window_ns)
+    util = metrics.utilisation(tree, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead)
+    cct_s, bound, bound_ff = timing.cct_ns / 1e9, plan.bound, plan.bound_fault_free
     per_switch: dict[str, dict[str, Any]] = {}
     for sw in switches.lb_switches(tree):
         base = sw.nid * tree.w
-        per_switch[sw.name] = {"scheme": configs[sw.name].label,
+        up0, up1 = before.uplinks, got.after.uplinks
+        per_switch[sw.name] = {"scheme": plan.configs[sw.name].label,
                                "uplink_pkts": [int(up1[base + s]) - int(up0[base + s]) for s in range(tree.w)],
-                               "pointer_pkts": collector.class_counts(tree, ptr0[sw.nid], ptr1[sw.nid], sw.level)}
-        if configs_end[sw.name] != configs[sw.name]:  # changed live during the run
-            per_switch[sw.name]["scheme_at_end"] = configs_end[sw.name].label
+                               "pointer_pkts": collector.class_counts(tree, before.pointers[sw.nid],
+                                                                      got.after.pointers[sw.nid], sw.level)}
+        if got.configs_end[sw.name] != plan.configs[sw.name]:  # changed live during the run
+            per_switch[sw.name]["scheme_at_end"] = got.configs_end[sw.name].label
     flow_stats = []
     for f in flows:
         r, a = rx.get(f.fid), acks.get(f.fid)
@@ -354,46 +495,57 @@ def _measure(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, host_
             "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
             "no_route_at_source": sent.flows[f.fid].noroute,
             "complete": ((r.uniq if tp.on else r.pkts) if r else 0) == pk.count(f.size_bytes),
-            "reachable_at_end": reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
+            "reachable_at_end": got.reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
             "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
             "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
             "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0,
             "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0,
             "path_links": path_links(tree, f.src, f.dst),
-            "completion_ns": round(ends[f.fid] + prop.shift_s[f.fid] * 1e9) if ends[f.fid] else 0,
+            "completion_ns": round(timing.ends[f.fid] + prop.shift_s[f.fid] * 1e9) if timing.ends[f.fid] else 0,
             **(_flow_transport(sent.flows[f.fid], r) if tp.on else {})})
-    port_rows = [{**asdict(q), "utilisation": util[q.port]} for q in queues]
-    windows = tmeasure.read_trace(trace_path, t_first, tp.pkt_ns) if tp.on else None
-    transport = tmeasure.summary(windows, sent.flows, loop, tp.describe(), sum(r.uniq for r in rx.values()),
-                                 sum(r.dups for r in rx.values()), buf_data, buf_acks) \
-        if tp.on and windows is not None and loop is not None else {"cc": "none"}
-    result = Result(
-        scheme=scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
-        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=host_rate, rho_max=rho, seed=p.seed, flows=len(flows),
-        acks=p.acks, cct_s=cct_s, cct_start_ns=t_first, cct_end_ns=t_last, cct_lower_bound_s=bound,
-        cct_lower_bound_fault_free_s=bound_ff,
-        cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0, cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
-        packets_sent=sent.packets, packets_received=received, acks_received=acks_received,
-        drops=sum(drops.values()), drops_detail=drops, drops_by_port=drops_by_port, switch_counters=counters, queues=metrics.stage_queues(queues), overload=overload,
-        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, window_ns, spec.wire_overhead,
-                                                  spec.burst),
-        ports=port_rows, fidelity=verdict.to_json(), switches=per_switch, flow_stats=flow_stats,
-        out_dir=str(run_dir.path) if run_dir is not None else None, discarded_attempts=discarded,
-        link_events=link_events,
-        timeline=[{**a.action, "applied_at_s": [(t - t_first) / 1e9 for t in a.t_applied_ns]}
-                  for a in timeline.applied],
+    loop = _loop(plan, sent, rx)
+    transport: dict[str, Any] = {"cc": "none"}
+    if tp.on and loop is not None and windows is not None:
+        transport = tmeasure.summary(windows, sent.flows, loop, tp.describe(), sum(r.uniq for r in rx.values()),
+                                     sum(r.dups for r in rx.values()), drops["buffer"], drops["buffer_acks"])
+    c0, c1 = before.data_plane, got.after.data_plane
+    return Result(
+        scheme=plan.scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
+        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=plan.host_rate, rho_max=plan.rho, seed=p.seed,
+        flows=len(flows), acks=p.acks, cct_s=cct_s, cct_start_ns=timing.t_first, cct_end_ns=timing.t_last,
+        cct_lower_bound_s=bound, cct_lower_bound_fault_free_s=bound_ff,
+        cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0,
+        cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
+        packets_sent=sent.packets, packets_received=sum(r.pkts for r in rx.values()),
+        acks_received=sum(int(a.acks) for a in acks.values()), drops=sum(drops.values()), drops_detail=drops,
+        drops_by_port=_drops_by_port(tree, before.qdisc, got.after.qdisc, ports),
+        switch_counters={n: c1[n] - c0.get(n, 0) for n in c1}, queues=metrics.stage_queues(queues),
+        overload=metrics.worst_overload(tree, ports),
+        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, timing.window_ns,
+                                                  spec.wire_overhead, spec.burst),
+        ports=[{**asdict(q), "utilisation": util[q.port]} for q in queues], fidelity=verdict.to_json(),
+        switches=per_switch, flow_stats=flow_stats,
+        out_dir=str(plan.run_dir.path) if plan.run_dir is not None else None, discarded_attempts=plan.discarded,
+        link_events=got.link_events,
+        timeline=[{**a.action, "applied_at_s": [(t - timing.t_first) / 1e9 for t in a.t_applied_ns]}
+                  for a in plan.timeline.applied],
         ecn={"unit": p.ecn().unit, "threshold": p.ecn().value, "buffer_ref_bytes": p.buffer_ref},
         ecn_marked=sum(q.ecn_marked for q in queues),
         host_lb={"scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
-                 **{n: sum(c[n] for c in host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
-                 "by_host": host_counts},
+                 **{n: sum(c[n] for c in got.host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
+                 "by_host": got.host_counts},
         port_buffer_bytes=p.port_buffer(), transport=transport, propagation=prop.describe())
-    if run_dir is not None:
-        tables = _tables(tree, result, sampler, t_first)
-        if windows is not None:
-            tables["windows"] = windows
-        run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()}, tables)
-    return result
+
+
+def _write(plan: Plan, result: Result, sampler: collector.Sampler, timing: Timing,
+           windows: pd.DataFrame | None) -> None:
+    """The run's directory: the manifest's summary and the tables (ports, flows, the queue series, and a
+    transport run's window trace)."""
+    assert plan.run_dir is not None
+    tables = _tables(plan.fab.tree, result, sampler, timing.t_first)
+    if windows is not None:
+        tables["windows"] = windows
+    plan.run_dir.finish({**_manifest_summary(result), "timeseries": sampler.describe()}, tables)
 
 
 @dataclass(frozen=True)

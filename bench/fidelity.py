@@ -1,6 +1,6 @@
 """The faithful envelope of this machine: for each fabric, the largest host
 packet rate at which every seed's run is valid. The numbers behind the
-README's "Choosing the rate" and testbed/fabric/packet_budget.json.
+docs/methods/choosing-the-rate.md, docs/results/envelopes.md and testbed/fabric/packet_budget.json.
 
 For each fabric (topology and k) it tries the given host packet rates
 (hosts x line rate / frame bits) from the highest down, runs a 1 MB

@@ -1,5 +1,5 @@
 """Single tries: how many runs at one rate are valid without retries, and
-whose each rejected try was. The figures behind the README's single-try
+whose each rejected try was. The figures behind the single-try
 validity and the knobs tried (Choosing the rate).
 
 On one k=4 fabric at --rate, one 1 MB Ofan permutation at load 1.0 per seed,

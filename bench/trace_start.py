@@ -1,5 +1,5 @@
 """Where a run's NIC time goes, traced: one k=4 Ofan run under kernel
-tracepoints, the figures behind the README's "Sender threads waking after
+tracepoints, the figures behind docs/methods/choosing-the-rate.md's "Sender threads waking after
 the start" (Choosing the rate).
 
 It traces the qdisc watchdog timers (hrtimer_start / hrtimer_expire_entry

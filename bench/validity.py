@@ -2,7 +2,7 @@
 and only try, per fabric and rate. The suite asserts shares of single tries
 (tests/system/test_run.py and others) instead of retrying until a run is
 valid; this bench measures the share those assertions rest on, and the
-README's "Fidelity" section quotes it.
+docs/results/envelopes.md quotes it.
 
 For each k it builds one fabric per rate (all of them up at once, under
 their own prefixes) and runs, for every seed in turn, the same workload on

@@ -12,7 +12,7 @@ Units: windows in packets of the run's payload (the MSS), times in ns. The
 paper's baselines (section 6) are kept in packets and packet times, not in
 absolute time: a base RTT of 150 packet times, 800 KB buffers, ECN at 80 KB.
 
-Constants (README, "Congestion control", gives the reasons):
+Constants (docs/traffic.md, "Congestion control", gives the reasons):
 - every CCA: the window starts at one BDP (line rate x the flow's base RTT)
   and stays within [1 packet, 1.5 BDP]; minimum retransmission timeout two
   base RTTs plus the time to drain two full port buffers.

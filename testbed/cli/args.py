@@ -178,7 +178,7 @@ def add_propagation(sp: argparse.ArgumentParser) -> None:
                     help=f"propagation delay per link: paper (default: 0.5 us at 800 Gbit/s, "
                          f"{PAPER_LINK_DELAY_PKTS:.2f} packet times at the emulated rate), packet times (12pkts), a "
                          f"duration at the emulated rate (2ms), or 0 (none). Added to each flow's completion and "
-                         f"bound, and to every feedback loop (docs: README, \"Propagation\")")
+                         f"bound, and to every feedback loop (docs/methods/timebase.md)")
 
 
 def wire_overhead(text: str) -> int:

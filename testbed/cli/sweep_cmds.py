@@ -117,7 +117,7 @@ def add_sweep(sub: Any) -> None:
     sw.add_argument("--out", type=Path, required=True, help="the sweep's directory (re-run it to resume)")
     sw.add_argument("--cluster", default=None,
                     help="run the cells as Ray tasks: 'ray' (the cluster this machine is a node of), HOST:PORT or "
-                         "ray://HOST:PORT; nodes started with --resources '{\"testbed_fabric\": 1}' (README)")
+                         "ray://HOST:PORT; nodes started with --resources '{\"testbed_fabric\": 1}' (docs/sweeps.md)")
     args.add_ecn(sw)
     args.add_sampled(sw)
     args.add_wait(sw)

@@ -7,7 +7,7 @@ namespace named `{prefix}-{node}` or in the bpffs directory `{prefix}-maps`;
 nothing is created in the root namespace, so deleting the namespaces removes
 every veth, qdisc and filter with them.
 
-Speed (see the README): namespaces are created in-process, both veth ends
+Speed (docs/results/build-speed.md): namespaces are created in-process, both veth ends
 are created in their namespaces by one request with explicit ifindex values,
 and each namespace is configured by one batch of netlink messages while bcc
 compiles in a background thread.
@@ -37,11 +37,11 @@ from . import capacity, netlink, netns, state
 from .netlink import Netlink, Request
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
-DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 under Ofan and ECMP (see README, "Choosing the rate")
-DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (see README, "Links")
+DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 under Ofan and ECMP (docs/methods/choosing-the-rate.md)
+DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (docs/architecture.md, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
-NIC_BUCKET_FRAMES = 1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (README, "Fidelity")
+NIC_BUCKET_FRAMES = 1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (docs/measurement.md, "Fidelity")
 
 
 def netns_threads(n_namespaces: int) -> int:
@@ -348,7 +348,7 @@ class Fabric:
         self._claimed = False
 
 
-NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (see README, "Fidelity": strictly periodic NICs)
+NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (docs/architecture.md, "Links": strictly periodic NICs)
 
 
 def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,

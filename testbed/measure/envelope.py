@@ -20,7 +20,7 @@ plus QUEUE_FLOOR_PKTS plus QUEUE_SHARE of the mean beyond the draws' mean (the N
 compared: they hold the senders' prefill, which the ideal fabric does not
 model). Z = 3: for a normal spread a
 faithful run is flagged about once in 700; the tails of a maximum are
-heavier, so a little more often (README, "Fidelity", has the measurement).
+heavier, so a little more often (docs/measurement.md, "Fidelity", has the measurement).
 Below the mean the same rule applies: a run much better than a perfect
 fabric is as suspect.
 

@@ -56,7 +56,7 @@ tolerance, and a reason naming the worst offender when it fails:
 
 Drops in a switch queue, packets stranded by a failure and packets that died
 in a failed link are results of the network being emulated: reported, and
-counted in delivery, but they do not invalidate a run. The README's
+counted in delivery, but they do not invalidate a run. docs/measurement.md's
 "Fidelity" section gives the reason for each tolerance and the measurements
 behind it.
 """

@@ -79,7 +79,7 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
     time t, and each host's last link (a token bucket at line rate) delivers at
     most as much. A TBF with tokens releases a packet at once, so an emulated
     hop adds no serialisation delay of its own: the bound has no per-hop term
-    (see the README, "Measurements"). The same bound serves every
+    (docs/measurement.md). The same bound serves every
     workload (the paper uses naive bounds beyond permutations). The NICs'
     bucket is `nic_burst_bytes` (default: the links' `burst_bytes`). Bytes are
     of line time: each frame's and ACK's (`ack_frame_bytes`) with the wire's
@@ -141,7 +141,7 @@ def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, ack
     """What propagation adds to each flow's completion: its path's links x the per-link delay, twice with
     ACKs (the CCT then ends at the last ACK, which crosses the path back). Exact where every packet reaching
     a queue crossed as many links before it as the others there (inter-pod permutations); elsewhere an
-    approximation whose error the ideal fabric measures (README, "Propagation")."""
+    approximation whose error the ideal fabric measures (docs/methods/timebase.md)."""
     legs = 2 if acks else 1
     return {f.fid: legs * path_links(tree, f.src, f.dst) * link_s for f in flows}
 

@@ -26,8 +26,7 @@ and ties at one instant are broken by a hash of the frame and its hop, so a
 delay that shifts every arrival at a switch alike changes no decision: the
 inter-pod permutation's CCT then grows by exactly 6 links x the delay, and
 `flow_done` (each flow's last delivery) gives the analytic shift that
-testbed.measure.metrics applies to a kernel run, to compare (README,
-"Propagation").
+testbed.measure.metrics applies to a kernel run, to compare (docs/methods/timebase.md).
 
 Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
 packet), RR (one pointer per switch), JSQ (fewest frames waiting, random

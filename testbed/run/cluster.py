@@ -6,7 +6,7 @@ with a custom resource that says it can hold one fabric:
 
     sudo RAY_AUTH_MODE=token .venv/bin/ray start --address HEAD:6379 --resources '{"testbed_fabric": 1}'
 
-(token authentication: README, "A sweep over several machines (Ray)"),
+(token authentication: docs/sweeps.md, "A sweep over several machines"),
 
 so each node runs one cell at a time (a cell needs the machine to itself:
 two fabrics on two cores would distort each other's timing). A task builds

@@ -138,7 +138,7 @@ def figures() -> dict[str, PaperFigure]:
                     _one("a 4 MB permutation",
                          _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
                          _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=TEN)),
-                    ("the paper's MSwift is this testbed's swift (README, \"Congestion control\")",)),
+                    ("the paper's MSwift is this testbed's swift (docs/traffic.md, \"Congestion control\")",)),
         PaperFigure("fig13", "Fig. 13: MoE dispatch, hierarchical over 8-GPU servers, skew 1.48x (1.13x with EPLB), "
                     "without a CCA and with NSCC (6.6)",
                     _one("(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",

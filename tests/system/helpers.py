@@ -58,7 +58,7 @@ def require_valid(result: dict[str, Any]) -> None:
     assert f["valid"], "invalid run: " + "; ".join(f["reasons"])
 
 
-TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (README, "Choosing the rate": pacing error < 0.5 %)
+TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (docs/methods/choosing-the-rate.md: pacing error < 0.5 %)
 
 
 def capture(ns: str, ifname: str) -> socket.socket:

@@ -26,7 +26,7 @@ from .helpers import cli, leftovers
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
-CONVERGENCE_TARGET_MS = 10.0  # README: 1-2 ms of convergence, about 5 ms from `ip link set` to updated maps
+CONVERGENCE_TARGET_MS = 10.0  # docs/methods/failures.md: 1-2 ms of convergence, about 5 ms from `ip link set` to updated maps
 
 
 @pytest.fixture(scope="module")

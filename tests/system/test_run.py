@@ -25,7 +25,7 @@ pytestmark = pytest.mark.root
 
 MB = 1 << 20
 SEEDS = (1, 2, 3, 4, 5, 6)
-MIN_VALID = 5  # of 6 single tries at the timing rate (bench/validity.py: README, "Fidelity")
+MIN_VALID = 5  # of 6 single tries at the timing rate (bench/validity.py: docs/results/envelopes.md)
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_permutation_delivers_every_packet(perm_runs: dict[str, list[dict[str, A
 
 
 def test_ofan_cct_as_the_ideal_fabric_gives_it(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
-    """The README's k=4 Ofan: within the ideal fabric's range for the same flows plus what the verdict lets
+    """k=4 Ofan (docs/methods/ideal-fabric.md): within the ideal fabric's range for the same flows plus what the verdict lets
     the emulator add (TIMING_EXCESS_MAX)."""
     incs = [r["cct_increase"] for r in perm_runs["ofan"]]
     top = max(r["fidelity"]["ideal"]["cct_increase_max"] for r in perm_runs["ofan"])
@@ -72,7 +72,7 @@ def test_ofan_cct_as_the_ideal_fabric_gives_it(perm_runs: dict[str, list[dict[st
 def test_ofan_edge_uplink_queue_stays_within_w_plus_1(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
     """Appendix F.4: with strictly periodic sources an edge uplink never holds
     more than w + 1 packets. The host NICs are periodic (a peak-rate bucket,
-    README "Fidelity") and a valid run's NICs never ran half a frame ahead of
+    docs/measurement.md, "Fidelity") and a valid run's NICs never ran half a frame ahead of
     periodicity, so the bound holds exactly, on every edge uplink."""
     w = 2
     for r in perm_runs["ofan"]:

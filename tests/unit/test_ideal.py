@@ -137,7 +137,7 @@ def test_bound_and_buckets_are_the_fabrics_own() -> None:
         assert r.bound_pkts == pytest.approx(bound_s * rate / (8 * frame), abs=1e-3)  # the fabric rounds to bytes
 
 
-SHIFT_ERROR_PP = 2.5  # README, "Propagation": the analytic shift's largest error on mixed permutations, in points
+SHIFT_ERROR_PP = 2.5  # docs/methods/timebase.md: the analytic shift's largest error on mixed permutations, in points
 
 
 @pytest.mark.parametrize(("k", "seeds", "schemes"), [(4, (1, 2, 3), ("ecmp", "rps", "rr", "jsq", "ofan")),

@@ -11,7 +11,7 @@
  *                  for the window traces.
  *   cca_on_loss()  a fast retransmission (duplicate-ACK threshold reached).
  *   cca_on_rto()   a retransmission timeout.
- * The rules (README, "Congestion control", has the sources and constants):
+ * The rules (docs/traffic.md, "Congestion control", has the sources and constants):
  *   dctcp  alpha <- (1 - g) alpha + g F once per RTT (F: fraction of marked
  *          ACKs in it); on a marked ACK at most one cut per RTT,
  *          cwnd <- cwnd (1 - alpha / 2); else cwnd += 1 / cwnd; loss halves.

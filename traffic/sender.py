@@ -16,22 +16,28 @@ by 5-15 %.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ebpf
+
 from .packet import Packetizer
 from .transport import Transport
 from .workloads import Flow
 
 SOURCE = Path(__file__).with_name("sender.c")
-# the transport's parts, compiled with it
-SOURCES = tuple(Path(__file__).with_name(n) for n in ("sender.c", "cca.c", "transport.c"))
-HEADERS = tuple(Path(__file__).with_name(n) for n in ("cca.h", "transport.h", "ringbuf.h")) + (
-    Path(__file__).resolve().parents[1] / "ebpf" / "include" / "shared.h",)  # struct reps_state
-BINARY = Path(__file__).resolve().parents[1] / "build" / "testbed-sender"
+# the sender's parts and the transport's, compiled together (HEADERS: what they include; shared.h from the
+# data plane's sources, ebpf.INCLUDE: struct reps_state)
+SOURCES = tuple(Path(__file__).with_name(n) for n in (
+    "sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c"))
+HEADERS = tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")) + (
+    ebpf.INCLUDE / "shared.h",)
+# where compiled senders are kept, one per digest of their sources (a source tree and an installed package alike)
+BUILD_DIR = Path(os.environ.get("TESTBED_SENDER_DIR", "/var/cache/testbed/sender"))
 # Kernel doubles this; at ~8.7 KB of truesize per 4 KB packet it lets about
 # ten packets wait in the NIC queue: the NIC never starves while its sender
 # wakes up, and the queue stays short.
@@ -53,17 +59,19 @@ class SenderError(RuntimeError):
 
 
 def sender_binary() -> Path:
-    """Path of the compiled sender, (re)built if missing or older than its source."""
-    newest = max(p.stat().st_mtime for p in SOURCES + HEADERS)
-    if not BINARY.exists() or BINARY.stat().st_mtime < newest:
-        BINARY.parent.mkdir(parents=True, exist_ok=True)
-        tmp = BINARY.with_suffix(".tmp")
-        r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-o", str(tmp), *map(str, SOURCES)],
-                           capture_output=True, text=True)
+    """Path of the compiled sender, built if no sender of these very sources was (a digest of their text
+    names it: an edit, or another checkout, never runs a stale binary)."""
+    digest = hashlib.sha256(b"".join(p.read_bytes() for p in SOURCES + HEADERS)).hexdigest()[:16]
+    binary = BUILD_DIR / f"testbed-sender-{digest}"
+    if not binary.exists():
+        BUILD_DIR.mkdir(parents=True, exist_ok=True)
+        tmp = binary.with_suffix(f".tmp{os.getpid()}")
+        r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-I", str(ebpf.INCLUDE), "-o", str(tmp),
+                            *map(str, SOURCES)], capture_output=True, text=True, check=False)
         if r.returncode != 0:
             raise SenderError(f"cannot compile {SOURCE}: {r.stderr.strip()}")
-        os.replace(tmp, BINARY)
-    return BINARY
+        os.replace(tmp, binary)
+    return binary
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@
  * have (the data crossed it without delay, and so did the signal back). Every
  * feedback loop stamps its entries with it and ignores them until then: REPS's
  * recycled entropies (host_lb.h), CONGA's fed-back metrics (lb_conga.h). The
- * transport's ACKs are held in user space (traffic/sender.c) likewise.
+ * transport's ACKs are held in user space (traffic/acks.c) likewise.
  */
 #pragma once
 #include "shared.h"

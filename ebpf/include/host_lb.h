@@ -37,7 +37,7 @@
  *   ACK of a round trip (REPS_DELAY_SLOTS); an entry overwritten before it
  *   was usable is lost and counted (HLB_DELAY_LOST). With prop_ns 0 the
  *   entropy is recycled at once, as before.
- *   Freezing (REPS paper, uet-htsim): the transport (traffic/sender.c) sets
+ *   Freezing (REPS paper, uet-htsim): the transport (traffic/acks.c) sets
  *   frozen_until on a retransmission timeout of a connection that is neither
  *   frozen nor exploring; while frozen, packets cycle through the 8 stored
  *   entropies in order, valid or not (HLB_FROZEN; HLB_FREEZES counts the

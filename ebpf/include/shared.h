@@ -177,7 +177,7 @@ struct reps_state {
     __u64 ctl;
     __u16 ev[REPS_SLOTS];
     __u64 frozen_until; /* freezing (host_lb.h): while now < this, cycle through ev[] valid or not; 0: not frozen.
-                         * Written by the transport (traffic/sender.c) on a retransmission timeout */
+                         * Written by the transport (traffic/acks.c) on a retransmission timeout */
     __u64 frozen_pos;   /* the next slot a frozen connection sends on */
     __u64 explore;      /* packets still to send on fresh random entropies (after leaving freezing) */
 };

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import ebpf
+
 from ..topology import IFINDEX_BASE, FatTree
 from . import program_cache
 from ..models import decisions
@@ -29,7 +31,7 @@ from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, LayoutError, mirror_mismat
                    CongaEntry, CongaFb, FlowRx, LbPort, PortInfo, PortQ, RepsCursor, RepsPending, RepsState, pin_dir,
                    prog_id)
 
-EBPF_DIR = Path(__file__).resolve().parents[2] / "ebpf"
+EBPF_DIR = ebpf.DIR
 SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps
 ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
 

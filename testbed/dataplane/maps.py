@@ -177,7 +177,7 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "conga_from": (u32, CongaEntry),
     "conga_fb_ptr": (u32, u64),
 }
-# Pinned too, but not opened here: the transport's ACK events, read by traffic/sender.c from the pin
+# Pinned too, but not opened here: the transport's ACK events, read by traffic/acks.c from the pin
 RINGBUF_MAPS = ("ack_events",)
 N_SEEN = 1 << 20  # rx_seen words: one bit per data packet of a transport run (67 M packets; 8 MB)
 ACK_EVENT_BYTES = 256 * 4096  # ack_events (shared.h ACK_EVENT_PAGES)

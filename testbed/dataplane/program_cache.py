@@ -12,7 +12,7 @@ references masked) is therefore the same for both, which a test checks.
 
 Entries are keyed by a hash of everything the instructions depend on: the
 source text, the -D flags, bcc's version and the kernel release. They live in
-`.cache/programs/` of the project (TESTBED_PROGRAM_CACHE overrides the
+`/var/cache/testbed/programs` (TESTBED_PROGRAM_CACHE overrides the
 directory; `off` disables the cache), one JSON file each, written atomically,
 at most MAX_ENTRIES kept (least recently used removed). A file that cannot be
 read or loaded is a miss: the program is compiled and the entry rewritten.
@@ -34,7 +34,7 @@ from typing import Any
 
 FORMAT = 1
 MAX_ENTRIES = 64
-PROJECT_CACHE = Path(__file__).resolve().parents[2] / ".cache" / "programs"
+PROJECT_CACHE = Path("/var/cache/testbed/programs")  # a source tree and an installed package alike
 LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW: two instruction slots
 PSEUDO_MAP_FD = 1
 PSEUDO_MAP_VALUE = 2

@@ -3,7 +3,7 @@ traces, per-flow recovery counters, and how late the user-space transport
 acted, for the results and the verdict.
 
 The sender writes one 32-byte record per ACK it acted on, per fast
-retransmission and per timeout (traffic/sender.c, struct trace_rec); here
+retransmission and per timeout (traffic/lateness.c; struct trace_rec in traffic/sender.h); here
 they become the run's `windows` table. Lateness comes from the sender's
 histograms (1 us buckets): ACKs against their due time (arrival at the NIC
 plus the emulated base RTT), and packets against the moment an ACK opened

@@ -19,6 +19,7 @@ Usage: sudo .venv/bin/python bench/cpu_gaps.py [--seconds 10] [--min-us 50] [--w
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing as mp
@@ -32,10 +33,10 @@ BURST_S, REST_S = 0.5, 0.1
 def spin(cpu: int, seconds: float, min_ns: int, out: mp.Queue) -> None:  # type: ignore[type-arg]
     """On `cpu`, read the clock for `seconds`; put (cpu, [gap_ns, ...]) of the gaps of at least min_ns."""
     os.sched_setaffinity(0, {cpu})
-    try:  # above every normal thread of the guest: only interrupts, softirqs and real-time threads come first
+    # above every normal thread of the guest: only interrupts, softirqs and real-time threads come first (not
+    # root: the gaps then include the guest's own threads)
+    with contextlib.suppress(OSError):
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))
-    except OSError:
-        pass  # not root: the gaps then include the guest's own threads
     clock = time.monotonic_ns
     gaps = []
     for _ in range(math.ceil(seconds / BURST_S)):

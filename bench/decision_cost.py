@@ -25,11 +25,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from testbed.dataplane import sampled, switches  # noqa: E402
-from testbed.dataplane.compile import Compiled, Dims  # noqa: E402
-from testbed.dataplane.maps import Maps, SkBuff, prog_test_run_timed, unpin  # noqa: E402
-from testbed.models.schemes import Scheme, SchemeConfig, switch_schemes  # noqa: E402
-from testbed.topology import FatTree  # noqa: E402
+from testbed.dataplane import sampled, switches
+from testbed.dataplane.compile import Compiled, Dims
+from testbed.dataplane.maps import Maps, SkBuff, prog_test_run_timed, unpin
+from testbed.models.schemes import Scheme, SchemeConfig, switch_schemes
+from testbed.topology import FatTree
 
 
 def measure(kind: str, k: int, repeat: int, rounds: int) -> dict[str, object]:

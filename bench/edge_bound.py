@@ -13,14 +13,12 @@ import argparse
 import json
 import sys
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run_valid
 from testbed.topology import FatTree
 from testbed.topology.units import parse_seeds, parse_size
-
-
 
 
 def main() -> int:

@@ -46,9 +46,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
 from testbed.topology.units import format_rate, parse_seeds, parse_size
@@ -153,7 +153,7 @@ def perf_top(fab: Fabric, params: RunParams, seconds_hint: float) -> list[dict[s
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=60 + seconds_hint)
         rep = subprocess.run([perf, "report", "-i", data, "--stdio", "--sort", "symbol", "--no-children"],
-                             capture_output=True, text=True).stdout
+                             capture_output=True, text=True, check=False).stdout
     out = []
     for line in rep.splitlines():
         parts = line.split()

@@ -28,15 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from testbed.models.schemes import Scheme
 from testbed.fabric import build
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run import experiment
 from testbed.run.experiment import RunParams, run
 from testbed.topology.units import parse_rate, parse_seeds
 from traffic import sender
-
-
 
 
 @contextmanager

@@ -13,14 +13,12 @@ import argparse
 import json
 import statistics
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
 from testbed.topology.units import parse_rate, parse_seeds
-
-
 
 
 def main() -> None:

@@ -30,8 +30,8 @@ from typing import Any
 from bcc import BPF  # type: ignore[import-untyped]
 
 from testbed.dataplane.compile import QDISC_WATCHDOG_SYMBOL, kernel_symbol
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.topology.units import parse_rate, parse_size
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD

@@ -36,16 +36,14 @@ from contextlib import ExitStack
 from fractions import Fraction
 from typing import Any
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.run.sweep import Matrix
 from testbed.topology import FatTree
 from testbed.topology.units import format_rate, parse_ints, parse_rate, parse_seeds, parse_size
 from traffic.packet import DEFAULT_PAYLOAD
-
-
 
 
 def cause(reason: str) -> str:

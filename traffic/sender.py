@@ -34,8 +34,7 @@ SOURCE = Path(__file__).with_name("sender.c")
 # data plane's sources, ebpf.INCLUDE: struct reps_state)
 SOURCES = tuple(Path(__file__).with_name(n) for n in (
     "sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c"))
-HEADERS = tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")) + (
-    ebpf.INCLUDE / "shared.h",)
+HEADERS = (*tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")), ebpf.INCLUDE / "shared.h")
 # where compiled senders are kept, one per digest of their sources (a source tree and an installed package alike)
 BUILD_DIR = Path(os.environ.get("TESTBED_SENDER_DIR", "/var/cache/testbed/sender"))
 # Kernel doubles this; at ~8.7 KB of truesize per 4 KB packet it lets about
@@ -210,7 +209,7 @@ class Senders:
         elif self.fault:
             argv.append(self.fault)
         if self.transport is not None:
-            argv += self.transport.options() + [f"ring={self.ring_path}"]
+            argv += [*self.transport.options(), f"ring={self.ring_path}"]
             argv += [f"trace={self.trace_path}"] if self.trace_path else []
             if self.reps is not None:
                 argv += [f"reps={self.reps.map_path}", f"reps_entries={self.reps.entries}",

@@ -276,7 +276,7 @@ def moe_dispatch(n: int, size_bytes: int, rng: random.Random, gpus_per_server: i
             cross = sorted((abs(i - 15), i) for i in range(len(xs) - 1) if (vs[i] - skew) * (vs[i + 1] - skew) <= 0)
             if cross:
                 i = cross[0][1]
-                beta = bisect(functools.partial(lambda x, p: skew_at(x, p), p=placed), xs[i], xs[i + 1])
+                beta = bisect(functools.partial(skew_at, p=placed), xs[i], xs[i + 1])
                 break
         else:
             raise WorkloadError(f"no EPLB placement of {n} GPUs in servers of {g} shows a skew of {skew:g}")
@@ -421,7 +421,7 @@ def load_cm(path: str, n_hosts: int, rate_bps: int) -> list[Flow]:
         try:
             src_s, dst_s = parts[0].split("->")
             src, dst = int(src_s), int(dst_s)
-            kv = dict(zip(parts[1::2], parts[2::2]))
+            kv = dict(zip(parts[1::2], parts[2::2], strict=False))
             if len(parts) % 2 != 1 or not set(kv) <= {"id", "start", "size"} or "size" not in kv:
                 raise ValueError
             start_us, size = float(kv.get("start", "0")), int(kv["size"])

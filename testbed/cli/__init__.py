@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return 130
-    except Exception as e:  # noqa: BLE001 - a bug, still one line; TESTBED_DEBUG=1 shows where
+    except Exception as e:
         if os.environ.get("TESTBED_DEBUG"):
             raise
         print(f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)",

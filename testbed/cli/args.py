@@ -10,15 +10,22 @@ from typing import Any, NoReturn
 
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA
 
-from ..models.schemes import Scheme, SchemeError, parse_pipe_size
 from ..fabric import state
 from ..fabric.budget import auto_rate_bps
 from ..fabric.errors import FabricError
+from ..models.schemes import Scheme, SchemeError, parse_pipe_size
 from ..run.params import RunError
 from ..topology import KINDS, FatTree, TopologyError, validate_k, validate_prefix
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, Propagation, parse_propagation
-from ..topology.units import (format_rate, parse_duration, parse_ints, parse_rate, parse_seeds, parse_size,
-                              parse_threshold)
+from ..topology.units import (
+    format_rate,
+    parse_duration,
+    parse_ints,
+    parse_rate,
+    parse_seeds,
+    parse_size,
+    parse_threshold,
+)
 
 AUTO_RATE = 0  # --rate auto (no real rate is 0)
 RATE_HELP = ("line rate of every link, or auto: the largest rate that keeps the hosts within this machine's "

@@ -8,7 +8,6 @@ import argparse
 import os
 import sys
 
-
 HEADER = """# Command reference
 
 Every command of `testbed` (`sudo ./scripts/testbed COMMAND ...`), its usage and its options, as the

@@ -8,11 +8,11 @@ import json
 from typing import Any
 
 from ..dataplane import switches
-from ..models.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
 from ..fabric import netns, state
 from ..fabric.build import Fabric, FabricSpec
-from ..fabric.errors import FabricError
 from ..fabric.clean import clean
+from ..fabric.errors import FabricError
+from ..models.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
 from ..topology import FatTree
 from ..topology.units import format_rate
 from . import args

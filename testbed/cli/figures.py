@@ -39,7 +39,7 @@ def _line_panels(summary: pd.DataFrame, x: str, panels: list[tuple[str, str, flo
                  legend_extra: Callable[[str], str] = lambda s: "") -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
-    for ax, (metric, ylabel, scale) in zip(axes[0], panels):
+    for ax, (metric, ylabel, scale) in zip(axes[0], panels, strict=False):
         for scheme in _schemes(summary):
             d = summary[summary["cell_label"] == scheme].sort_values(x)
             d = d[d["valid"] > 0]
@@ -106,7 +106,7 @@ def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
                                       xfmt=lambda v: v / 1024, legend_extra=exponent_of(metric[0]))))
     if rows["k"].nunique() > 1:
         s = summarise(_fixed(rows, "k"))
-        s["hosts"] = [k ** 3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"])]
+        s["hosts"] = [k ** 3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"], strict=False)]
         figs.append(("Fig. 5: CCT increase against the network size",
                      _line_panels(s, "hosts", [cct], "hosts", "against network size", out_dir / "fig5-hosts.png")))
     if rows["cell_payload"].nunique() > 1:
@@ -178,7 +178,7 @@ def _cc_figure(rows: pd.DataFrame, ccs: list[str], out: Path) -> Path:
     sizes = sorted(rows["size_bytes"].unique())
     fig, axes = plt.subplots(1, len(ccs), figsize=(4.2 * len(ccs) + 1, 4.2), squeeze=False)
     width = 0.8 / max(1, len(schemes))
-    for ax, cc in zip(axes[0], ccs):
+    for ax, cc in zip(axes[0], ccs, strict=False):
         d = s[s["cell_cc"] == cc]
         for i, scheme in enumerate(schemes):
             vals, errs = [], []
@@ -205,7 +205,7 @@ def _overload_figure(rows: pd.DataFrame, out: Path) -> Path:
     schemes = _schemes(rows)
     fig, ax = plt.subplots(figsize=(max(5.5, 1.1 * len(schemes) + 2), 4.2))
     width = 0.8 / max(1, len(STAGES))
-    for i, (stage, label) in enumerate(zip(STAGES, STAGE_LABELS)):
+    for i, (stage, label) in enumerate(zip(STAGES, STAGE_LABELS, strict=False)):
         vals = [100 * float(d[d["cell_label"] == s][f"overload_{stage}"].mean()) if (d["cell_label"] == s).any()
                 else 0.0 for s in schemes]
         ax.bar([j + i * width for j in range(len(schemes))], vals, width, label=label)

@@ -10,9 +10,9 @@ import sys
 import time
 from typing import Any
 
-from ..models import control
 from ..fabric import links, state
 from ..fabric.errors import FabricError
+from ..models import control
 from ..run import faults
 from ..run.params import RunError
 from ..topology.units import parse_duration
@@ -130,7 +130,7 @@ def cmd_flap(a: argparse.Namespace) -> int:
     tree = attached_tree(a.prefix)
     link = control.parse_link(tree, a.link)
     period = parse_duration(a.period)
-    faults.check_partition(tree, faults.current_failed(tree) + [link], force=True)
+    faults.check_partition(tree, [*faults.current_failed(tree), link], force=True)
     need_root()
     seq = len(links.read_events(a.prefix))
     done = faults.apply(tree, faults.Action(0.0, "flap", link.name, period, a.count))

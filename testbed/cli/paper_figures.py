@@ -133,7 +133,7 @@ def fig11(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     errs = [100 * float(r["cct_increase_sem"]) for _, r in order]
     ax.bar(range(len(names)), vals, yerr=errs, capsize=3,
            color=["#999" if " on " not in n else "#4a7" for n in names])
-    ends = [v for n, v in zip(names, vals) if " on " not in n and not math.isnan(v)]
+    ends = [v for n, v in zip(names, vals, strict=False) if " on " not in n and not math.isnan(v)]
     if len(ends) == 2:
         ax.axhline(sum(ends) / 2, linestyle="--", color="grey", label="midpoint of the two ends")
         ax.legend(fontsize="small")
@@ -157,7 +157,7 @@ def _grouped(s: pd.DataFrame, group: str, names: dict[Any, str], metrics: tuple[
         plt = _plt()
         fig, axes = plt.subplots(1, len(ccs), figsize=(4.6 * len(ccs) + 1, 4.2), squeeze=False)
         width = 0.8 / max(1, len(schemes))
-        for ax, cc in zip(axes[0], ccs):
+        for ax, cc in zip(axes[0], ccs, strict=False):
             for i, scheme in enumerate(schemes):
                 vals, errs = [], []
                 for g in groups:
@@ -243,7 +243,7 @@ def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     plt = _plt()
     fig, axes = plt.subplots(1, len(ks), figsize=(4.4 * len(ks) + 0.5, 4.2), squeeze=False)
     labels = ("E->A", "A->C", "C->A", "A->E", "E->H")
-    for ax, k in zip(axes[0], ks):
+    for ax, k in zip(axes[0], ks, strict=False):
         d = rows[rows["k"] == k]
         means = [float(d[f"queue_{st}_avg_pkts"].mean()) for st in queue_model.STAGES]
         sems = [float(d[f"queue_{st}_avg_pkts"].std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0

@@ -96,7 +96,7 @@ def render(path: Path, console: Console, html: bool = True) -> Path | None:
     invalid = sw.rows[~sw.rows["fidelity_valid"].astype(bool)]
     if len(invalid):
         console.print(f"[bold red]{len(invalid)} run(s) invalid[/] (left out of the means): "
-                      + "; ".join(f"{c}: {r}" for c, r in zip(invalid["cell"], invalid["fidelity_reasons"]))[:2000])
+                      + "; ".join(f"{c}: {r}" for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False))[:2000])
     console.print(f"figures in {Path(path) / 'figures'} ({len(figs)})")
     if not html:
         return None
@@ -126,7 +126,7 @@ def page(sw: Sweep, summary: tuple[list[str], list[list[str]]], growth: tuple[li
         fig_html += (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
                      f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     bad = "".join(f"<li>{html.escape(str(c))}: {html.escape(str(r))}</li>"
-                  for c, r in zip(invalid["cell"], invalid["fidelity_reasons"]))
+                  for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False))
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>testbed sweep: {html.escape(str(sw.path.name))}</title>
 <style>
@@ -169,7 +169,7 @@ def render_figures(path: Path, panels: list[tuple[Any, str, Path]], console: Con
         caption = next((p.caption for p in fig.panels if p.name == panel), "")
         try:
             sw = load(d)
-        except Exception:  # noqa: BLE001 - a panel with no finished run yet: said on the page
+        except Exception:
             sections += f"<h3>{html.escape(caption)}</h3><p>No finished run yet.</p>"
             continue
         head, body = table_rows(sw)
@@ -223,7 +223,7 @@ def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -
         d = Path(path) / "experiments" / str(name)
         try:
             sw = load(d)
-        except Exception:  # noqa: BLE001 - an experiment with no finished run yet: said on the page
+        except Exception:
             sections += f"<h3>{html.escape(str(name))}</h3><p>No finished run yet.</p>"
             continue
         head, body = table_rows(sw)

@@ -12,10 +12,10 @@ from typing import Any
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.workloads import ORDERS, WORKLOADS
 
-from ..models.schemes import Scheme, SchemeConfig
 from ..fabric import state
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
+from ..models.schemes import Scheme, SchemeConfig
 from ..run.params import RunError, RunParams
 from ..topology import FatTree
 from . import args, tables

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -277,8 +278,8 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     for name in names:
         base = out / name if a.figure == "all" else out
-        for panel, m in figs[name].matrices(a.scale).items():
-            m = dataclasses.replace(m, propagation=a.propagation.label, rate_factor=a.rate_factor or 1.0)
+        for panel, preset in figs[name].matrices(a.scale).items():
+            m = dataclasses.replace(preset, propagation=a.propagation.label, rate_factor=a.rate_factor or 1.0)
             dirs[(name, panel)] = SweepDir(base / panel if panel else base, m)
     total = sum(len(d.matrix.cells()) for d in dirs.values())
     pending = sum(len(d.pending()) for d in dirs.values())
@@ -304,7 +305,7 @@ def cmd_paper(a: argparse.Namespace) -> int:
             run_local(d, a.prefix, progress, wait=a.wait)
     from .report import render, render_figures
 
-    for (name, panel), d in dirs.items():
+    for d in dirs.values():
         render(d.path, console=con)
     if a.figure == "all" or len(dirs) > 1:
         render_figures(out, [(figs[n], panel, d.path) for (n, panel), d in dirs.items()], con)
@@ -319,7 +320,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
     claims.json, claims.md and report.html (the claims first) in the output directory."""
     import platform
     import sys
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     from ..measure import provenance
     from ..run import claims as cl
@@ -341,7 +342,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
         can_run(a)
     prov = provenance.describe()
     meta = {"command": "testbed " + " ".join(sys.argv[1:]), "commit": prov.get("project_commit"),
-            "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+            "date": datetime.now(UTC).strftime("%Y-%m-%d"),
             "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}"}
 
     def progress(name: str, done: int, n: int, row: dict[str, Any] | None) -> None:

@@ -24,12 +24,33 @@ from typing import Any
 
 import ebpf
 
+from ..models import decisions
 from ..topology import IFINDEX_BASE, FatTree
 from . import program_cache
-from ..models import decisions
-from .maps import (ACK_EVENT_BYTES, BPFFS, MAP_TYPES, LayoutError, mirror_mismatches, mirrors_fingerprint, N_SEEN, PATH_CLASSES, REPS_DELAY_SLOTS, RINGBUF_MAPS, AckRx,
-                   CongaEntry, CongaFb, FlowRx, LbPort, PortInfo, PortQ, RepsCursor, RepsPending, RepsState, pin_dir,
-                   prog_id)
+from .maps import (
+    ACK_EVENT_BYTES,
+    BPFFS,
+    MAP_TYPES,
+    N_SEEN,
+    PATH_CLASSES,
+    REPS_DELAY_SLOTS,
+    RINGBUF_MAPS,
+    AckRx,
+    CongaEntry,
+    CongaFb,
+    FlowRx,
+    LayoutError,
+    LbPort,
+    PortInfo,
+    PortQ,
+    RepsCursor,
+    RepsPending,
+    RepsState,
+    mirror_mismatches,
+    mirrors_fingerprint,
+    pin_dir,
+    prog_id,
+)
 
 EBPF_DIR = ebpf.DIR
 SOURCES = ("switch.c", "host.c")  # compiled together: one object, shared maps

@@ -6,7 +6,9 @@ ctypes; compiling is testbed.dataplane.compile's job.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes as ct
+import functools
 import mmap
 import os
 import shutil
@@ -446,10 +448,8 @@ class Maps:
 
     def close(self) -> None:
         if self._port_q_mmap is not None:
-            try:
+            with contextlib.suppress(BufferError):  # a view is still alive: the mapping goes with the last one
                 self._port_q_mmap.close()
-            except BufferError:  # a view of it is still alive: the mapping goes with the last one
-                pass
             self._port_q_mmap = None
         for m in self._maps.values():
             m.close()
@@ -497,7 +497,12 @@ class _TestRunOpts(ct.Structure):
                 ("duration", u32), ("flags", u32), ("cpu", ct.c_int), ("batch_size", u32)]
 
 
-_libbpf: Any = None
+@functools.cache
+def _libbpf() -> Any:
+    """libbpf.so.1, opened once (bcc 0.26 has no wrapper for BPF_PROG_TEST_RUN)."""
+    lib = ct.CDLL("libbpf.so.1", use_errno=True)
+    lib.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
+    return lib
 
 
 def prog_test_run(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff]:
@@ -519,10 +524,7 @@ def prog_test_run_timed(prog_fd: int, packet: bytes, ctx: SkBuff, repeat: int) -
 
 
 def _test_run(prog_fd: int, packet: bytes, ctx: SkBuff, repeat: int) -> tuple[int, SkBuff, bytes, float]:
-    global _libbpf
-    if _libbpf is None:
-        _libbpf = ct.CDLL("libbpf.so.1", use_errno=True)
-        _libbpf.bpf_prog_test_run_opts.argtypes = [ct.c_int, ct.POINTER(_TestRunOpts)]
+    libbpf = _libbpf()
     data = ct.create_string_buffer(packet, len(packet))
     size_out = len(packet) + 256
     data_out = ct.create_string_buffer(size_out)
@@ -531,7 +533,7 @@ def _test_run(prog_fd: int, packet: bytes, ctx: SkBuff, repeat: int) -> tuple[in
                         data_out=ct.cast(data_out, ct.c_void_p), data_size_out=size_out,
                         ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
                         ctx_out=ct.cast(ct.pointer(out), ct.c_void_p), ctx_size_out=ct.sizeof(out), repeat=repeat)
-    if _libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
+    if libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
         raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
     return int(opts.retval), out, data_out.raw[:opts.data_size_out], float(opts.duration)
 

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from ..topology import FatTree, Level, Node
 from ..models import control, decisions, sampled, schemes
+from ..models.schemes import Scheme
+from ..topology import FatTree, Level, Node
 from .compile import Dims
 from .maps import HOST_LB_COUNTERS, PATH_CLASSES, DstInfo, LbCfg, Maps, PortInfo, SwitchCfg
-from ..models.schemes import Scheme
 
 
 def _mac8(mac: bytes) -> Any:

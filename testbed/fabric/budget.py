@@ -18,6 +18,7 @@ it (packet_budget.json's "derated": host schemes with ACKs from 128 hosts).
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from fractions import Fraction
@@ -50,7 +51,7 @@ def host_packets_per_s(tree: FatTree) -> Fraction:
     n = tree.n_hosts
     if n <= pts[0][0]:
         return pts[0][1]
-    for (h0, b0), (h1, b1) in zip(pts, pts[1:]):
+    for (h0, b0), (h1, b1) in itertools.pairwise(pts):
         if n <= h1:
             return b0 + (b1 - b0) * Fraction(n - h0, h1 - h0)
     return pts[-1][1]

@@ -15,6 +15,7 @@ compiles in a background thread.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import fcntl
 import os
@@ -32,8 +33,8 @@ from ..dataplane.compile import Compiled, CompileThread, Dims
 from ..dataplane.maps import Maps
 from ..models.schemes import Scheme, SchemeConfig
 from ..topology import FatTree, Node
-from .errors import FabricError
 from . import capacity, netlink, netns, state
+from .errors import FabricError
 from .netlink import Netlink, Request
 
 DEFAULT_MTU = 4200  # fits a 4096-byte RoCEv2 payload plus headers (4140-byte IP packet)
@@ -117,7 +118,7 @@ class BuildTimes:
 
 
 def host_rate_bps(rate_bps: int, load: float) -> int:
-    return max(8, int(round(rate_bps * load)))
+    return max(8, round(rate_bps * load))
 
 
 def _ip(addr: Any) -> bytes:
@@ -244,10 +245,8 @@ class Fabric:
             for fd in fds.values():
                 os.close(fd)
             if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
-                try:
+                with contextlib.suppress(Exception):
                     self.compiled = compiling.get()
-                except Exception:  # noqa: BLE001, S110 - the error being raised already says what failed
-                    pass
         state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
                                      spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
                                      complete=True, topology=spec.topology, wire_overhead=spec.wire_overhead,

@@ -12,6 +12,7 @@ only after every device holding a filter is gone.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -68,8 +69,6 @@ def clean(prefix: str, wait_prog_ids: list[int] | None = None, timeout_s: float 
     rep.leftover_programs = left
     rep.state_file = state.remove(prefix)
     for extra in state.side_files(prefix):
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(extra)
-        except FileNotFoundError:
-            pass
     return rep

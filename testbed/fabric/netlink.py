@@ -188,7 +188,7 @@ def ack_priority(index: int, limit_bytes: int, overhead: int = 0) -> list[Reques
                     + attr(TCA_OPTIONS, attr(TCA_HTB_INIT, glob)), f"htb on {index}")]
     rate_Bps = _UNSHAPED_BPS // 8
     rate = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, overhead, 0, 0, rate_Bps)
-    buffer_ticks = int(1 << 20) * 64 * 1_000_000 // rate_Bps  # a 1 MB bucket, in 1/64 us ticks
+    buffer_ticks = (1 << 20) * 64 * 1_000_000 // rate_Bps  # a 1 MB bucket, in 1/64 us ticks
     for cls, prio in ((ACK_CLASS, 0), (DATA_CLASS, 1)):
         opt = rate + rate + struct.pack("=IIIII", buffer_ticks, buffer_ticks, 65536, 0, prio)
         reqs.append(Request(RTM_NEWTCLASS, NLM_F_CREATE | NLM_F_EXCL,

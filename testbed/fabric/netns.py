@@ -17,7 +17,7 @@ import errno
 import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TypeVar
 
 NETNS_RUN_DIR = "/run/netns"
@@ -154,7 +154,5 @@ def write_sysctl(key: str, value: str) -> None:
 
 
 def _unlink(path: str) -> None:
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass

@@ -81,7 +81,7 @@ def watch() -> Iterator[Watch | None]:
     try:
         ensure_tracefs()
         probe = TimerProbe()
-    except Exception:  # noqa: BLE001 - bcc raises a bare Exception when clang fails; the run goes on without
+    except Exception:
         yield None
         return
     try:

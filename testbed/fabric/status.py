@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..models.schemes import Scheme
 from ..dataplane.switches import current_schemes
+from ..models.schemes import Scheme
 from ..topology.units import format_rate
 from . import netns, state
 from .build import Fabric

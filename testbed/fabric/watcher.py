@@ -29,8 +29,8 @@ import time
 from dataclasses import asdict
 
 from ..dataplane import switches
-from ..models import control
 from ..dataplane.maps import U64, Maps, PortQ, signed
+from ..models import control
 from ..topology import FatTree, Link
 from . import netlink, netns
 from .links import SETTLE_S, LinkEvent, events_path, read_events

@@ -24,7 +24,18 @@ from typing import Any
 import numpy as np
 
 from ..dataplane.compile import Dims
-from ..dataplane.maps import HOST_LB_COUNTER_NAMES, HOST_LB_COUNTERS, RX_ACKS, RX_DATA, U64, AckRx, FlowRx, Maps, PortQ, signed
+from ..dataplane.maps import (
+    HOST_LB_COUNTER_NAMES,
+    HOST_LB_COUNTERS,
+    RX_ACKS,
+    RX_DATA,
+    U64,
+    AckRx,
+    FlowRx,
+    Maps,
+    PortQ,
+    signed,
+)
 from ..dataplane.switches import lb_switches, n_keys
 from ..topology import FatTree, Level
 from .metrics import FlowSample, PortSample
@@ -228,7 +239,7 @@ def read_host_lb(maps: Maps, tree: FatTree) -> dict[str, dict[str, int]]:
     for h in tree.hosts:
         vals = [int(arr[h.nid * HOST_LB_COUNTERS + i]) for i in range(HOST_LB_COUNTERS)]
         if any(vals):
-            out[h.name] = dict(zip(HOST_LB_COUNTER_NAMES, vals))
+            out[h.name] = dict(zip(HOST_LB_COUNTER_NAMES, vals, strict=False))
     return out
 
 

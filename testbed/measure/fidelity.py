@@ -401,7 +401,7 @@ def _transport_reasons(t: LoopTiming) -> list[str]:
                           ("packets sent after their window opened",
                            (t.send_late_p50_pkts, t.send_late_p99_pkts, t.send_late_max_pkts))):
         limits = [late_tolerance(w, t.base_rtt_pkts) for w in ("p50", "p99", "max")]
-        if any(v > lim for v, lim in zip(figures, limits)):
+        if any(v > lim for v, lim in zip(figures, limits, strict=False)):
             out.append(f"the transport fell behind: {what} late by {figures[0]:.2f} / {figures[1]:.2f} / "
                        f"{figures[2]:.1f} packet times (median / 99th percentile / worst; maximum "
                        f"{limits[0]:.2f} / {limits[1]:.2f} / {limits[2]:.1f} at a base RTT of "

@@ -123,8 +123,7 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
             best = max(best, t + max(0, later - burst) * 8 / rate + least)
         return best
 
-    hosts = max(max(need(v, nic_burst, host_rate_bps) for v in out.values()),
-                max(need(v, burst_bytes, rate_bps) for v in into.values()))
+    hosts = max(*(need(v, nic_burst, host_rate_bps) for v in out.values()), *(need(v, burst_bytes, rate_bps) for v in into.values()))
     if not any(f.after for f in flows):
         return hosts
     wait = after_s or {}
@@ -134,7 +133,7 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
         before = delivered.get(f.after)  # a flow it waits for that is not among these: no wait
         ready = max(f.start_bits / rate_bps, before + wait.get(f.fid, 0.0) if before is not None else 0.0)
         delivered[f.fid] = ready + max(max(0, b - nic_burst) * 8 / host_rate_bps, max(0, b - burst_bytes) * 8 / rate_bps)
-    return max(hosts, max(t + shift.get(fid, 0.0) for fid, t in delivered.items()))
+    return max(hosts, *(t + shift.get(fid, 0.0) for fid, t in delivered.items()))
 
 
 def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, acks: bool) -> dict[int, float]:

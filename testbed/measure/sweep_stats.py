@@ -59,7 +59,7 @@ def summarise(rows: pd.DataFrame, metrics: tuple[str, ...] = ("cct_increase", "m
     for key, g in rows.groupby(keys, sort=False, dropna=False):
         valid = g[g["fidelity_valid"].astype(bool)]
         n = len(valid)
-        r: dict[str, Any] = dict(zip(keys, key if isinstance(key, tuple) else (key,)))
+        r: dict[str, Any] = dict(zip(keys, key if isinstance(key, tuple) else (key,), strict=False))
         r.update(runs=len(g), valid=n, left_out=len(g) - n)
         for m in metrics:
             v = valid[m].astype(float)

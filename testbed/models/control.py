@@ -255,5 +255,5 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
         raise RuntimeError(f"rho_max linear program failed: {res.message}")
     rho = float(res.x[-1])
     marg = res.ineqlin.marginals
-    bottlenecks = [tree.ports[g].label for g, m in zip(gids, marg) if m < -1e-9]
+    bottlenecks = [tree.ports[g].label for g, m in zip(gids, marg, strict=False) if m < -1e-9]
     return RhoMax(rho, bottlenecks, unreachable)

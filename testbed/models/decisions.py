@@ -104,7 +104,7 @@ def distinct_cycles(basis: Sequence[int]) -> int:
     return len({row.tobytes() for row in canon})
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def choose_basis(w: int, candidates: int = 256) -> tuple[int, ...]:
     """The basis permutation P for w uplinks: the candidate (from a fixed seed)
     with the most distinct cyclic orders, so it is the same on every run."""
@@ -271,7 +271,7 @@ class Decision:
     level: int = 1  # the switch's tier (topology.Level): host-routed labels name an uplink per tier
     memory1: int = 0  # DRILL: memory 1 (used with m = 2)
     drill: tuple[int, int] = DRILL_DEFAULT  # DRILL's (d, m)
-    sampled: SampledInputs = field(default_factory=lambda: SampledInputs())  # dlb, sglb, conga
+    sampled: SampledInputs = field(default_factory=SampledInputs)  # dlb, sglb, conga
 
     @property
     def valid(self) -> int:
@@ -332,7 +332,7 @@ def model_dlb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
 
 
 def model_sglb(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
-    return _pick_valid(x, [max(q, r) for q, r in zip(x.sampled.quality, x.sampled.remote)]), 0
+    return _pick_valid(x, [max(q, r) for q, r in zip(x.sampled.quality, x.sampled.remote, strict=False)]), 0
 
 
 def conga_scores(x: Decision) -> list[int]:
@@ -341,7 +341,7 @@ def conga_scores(x: Decision) -> list[int]:
     local = [sampled.conga_metric(d, s.ctau) for d in s.dre]
     if x.level != LEVEL_EDGE:
         return local
-    return [max(m, sampled.conga_aged(r, e, s.epoch, s.age)) for m, r, e in zip(local, s.remote, s.remote_epochs)]
+    return [max(m, sampled.conga_aged(r, e, s.epoch, s.age)) for m, r, e in zip(local, s.remote, s.remote_epochs, strict=False)]
 
 
 def model_conga(x: Decision, basis: Sequence[int]) -> tuple[int, int]:

@@ -79,7 +79,7 @@ class IdealResult:
 class _Bucket:
     """A FIFO token bucket of one frame per packet time."""
 
-    __slots__ = ("size", "tokens", "t", "waiting")
+    __slots__ = ("size", "t", "tokens", "waiting")
 
     def __init__(self, size: float) -> None:
         self.size, self.tokens, self.t = size, size, 0.0
@@ -296,5 +296,4 @@ def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: f
         n, links = pk.count(f.size_bytes), links_of(tree, f)
         sent[f.src] = (sent.get(f.src, (0, links))[0] + n, min(links, sent.get(f.src, (0, links))[1]))
         recv[f.dst] = (recv.get(f.dst, (0, links))[0] + n, min(links, recv.get(f.dst, (0, links))[1]))
-    return max(max(n - nic_bucket + links * propagation for n, links in sent.values()),
-               max(n - link_bucket + links * propagation for n, links in recv.values()))
+    return max(*(n - nic_bucket + links * propagation for n, links in sent.values()), *(n - link_bucket + links * propagation for n, links in recv.values()))

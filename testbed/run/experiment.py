@@ -15,10 +15,10 @@ import os
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, replace
-from datetime import datetime, timezone
-from pathlib import Path
 from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,11 +30,19 @@ from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
 from ..dataplane import switches
-from ..models import control, sampled
-from ..dataplane.maps import (ECN_BYTES, ECN_OFF, ECN_PKTS, HOST_LB_COUNTER_NAMES, N_SEEN, NOT_DROPS, RINGBUF_MAPS, Maps,
-                              RunCfg, pin_dir)
 from ..dataplane.compile import Dims
-from ..models.schemes import Scheme, SchemeConfig, select_switches
+from ..dataplane.maps import (
+    ECN_BYTES,
+    ECN_OFF,
+    ECN_PKTS,
+    HOST_LB_COUNTER_NAMES,
+    N_SEEN,
+    NOT_DROPS,
+    RINGBUF_MAPS,
+    Maps,
+    RunCfg,
+    pin_dir,
+)
 from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
 from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
@@ -43,6 +51,8 @@ from ..fabric.observe import qdisc_stats
 from ..fabric.qdisc_timers import TimerLateness
 from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, results
 from ..measure import transport as tmeasure
+from ..models import control, sampled
+from ..models.schemes import Scheme, SchemeConfig, select_switches
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
@@ -105,7 +115,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         rho = {"paced": True, "rho_max": rm.rho, "bottlenecks": rm.bottlenecks,
                "unreachable_flows": rm.unreachable_flows, "failed_links": [ln.name for ln in failed_now]}
     host_rate = host_rate_bps(spec.rate_bps, pace)
-    started_at = datetime.now(timezone.utc).isoformat()
+    started_at = datetime.now(UTC).isoformat()
 
     if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
         set_host_rate(tree, host_rate, 8 * spec.max_frame, spec.buffer_bytes, overhead=spec.wire_overhead)

@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..models import control
 from ..fabric import links
+from ..models import control
 from ..topology import FatTree, Link
 from ..topology.units import parse_duration
 

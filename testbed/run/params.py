@@ -14,9 +14,9 @@ from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
 from ..dataplane.maps import REPS_DELAY_SLOTS
+from ..dataplane.switches import host_routable
 from ..models.sampled import SampledParams
 from ..models.schemes import Scheme, SchemeConfig, SchemeError, check_mix
-from ..dataplane.switches import host_routable
 from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
 from ..topology.units import QueueThreshold, parse_threshold

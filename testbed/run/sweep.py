@@ -40,13 +40,13 @@ import pandas as pd
 from traffic.packet import WIRE_EXTRA
 from traffic.workloads import WORKLOADS
 
-from ..models import control
-from ..models.sampled import SampledParams
-from ..models.schemes import SchemeConfig, SchemeError, check_mix
 from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
+from ..models import control
+from ..models.sampled import SampledParams
+from ..models.schemes import SchemeConfig, SchemeError, check_mix
 from ..topology import FatTree
 from ..topology.timebase import parse_propagation
 from .compare import parse_schemes

@@ -25,7 +25,7 @@ def parse_rate(text: str) -> int:
     value = float(m.group(1)) * _RATE_UNITS[unit or "bit"]
     if value <= 0:
         raise ValueError(f"rate must be > 0, got {text!r}")
-    return int(round(value))
+    return round(value)
 
 
 def parse_size(text: str) -> int:

@@ -7,7 +7,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from testbed.dataplane import switches
@@ -22,10 +22,8 @@ ETH_P_ALL = 0x0003
 def leftovers(prefix: str) -> list[str]:
     """Every object carrying `prefix` that still exists (empty when clean)."""
     out = []
-    try:
+    with suppress(FileNotFoundError):
         out += [f"netns {n}" for n in os.listdir("/run/netns") if n.startswith(prefix + "-")]
-    except FileNotFoundError:
-        pass
     if os.path.exists(pin_dir(prefix)):
         out.append(f"pinned {pin_dir(prefix)}")
     if os.path.exists(state.path(prefix)):

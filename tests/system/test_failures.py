@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from testbed.models import control
 from testbed.dataplane.compile import Dims
-from testbed.models.schemes import Scheme
 from testbed.fabric import links
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.fabric.reach import all_pairs
+from testbed.models import control
+from testbed.models.schemes import Scheme
 from testbed.run import faults
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree
@@ -101,7 +101,7 @@ def test_random_failures_paced_at_rho_max() -> None:
         res = json.loads(r.stdout)
         rho = res["rho_max"]
         assert rho["paced"] and 0 < rho["rho_max"] < 1 and sorted(rho["failed_links"]) == sorted(ev["failed"])
-        assert res["host_rate_bps"] == int(round(rho["rho_max"] * res["rate_bps"]))
+        assert res["host_rate_bps"] == round(rho["rho_max"] * res["rate_bps"])
         assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], (res["drops_detail"],
                                                                                   res["switch_counters"])
         assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02

@@ -26,9 +26,9 @@ from typing import Any
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import cpu_windows
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
@@ -113,7 +113,7 @@ def test_packets_lost_without_a_counter(fab: Fabric) -> None:
 def test_one_cpu_kept_busy(fab: Fabric) -> None:
     cpu = max(os.sched_getaffinity(0))
     spin = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - no thread of ours runs yet
     try:
         f = _run(fab)
     finally:
@@ -133,7 +133,8 @@ def test_one_cpu_pegged_for_part_of_the_run(fab: Fabric) -> None:
     cpu = max(os.sched_getaffinity(0))
     duty = (f"import time\nwhile True:\n    t = time.monotonic()\n    while time.monotonic() - t < {1.2 * window}: pass\n"
             f"    time.sleep({2 * window})\n")
-    spin = subprocess.Popen([sys.executable, "-c", duty], preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+    spin = subprocess.Popen([sys.executable, "-c", duty],
+                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - as above
     try:
         f = run(fab, RunParams("permutation", size, 1.0, Scheme.OFAN, seed=1)).to_json()["fidelity"]
     finally:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import metrics
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import nic_burst_of, run
 from testbed.run.params import RunError, RunParams
 from traffic.packet import Packetizer

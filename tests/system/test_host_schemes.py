@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from testbed.models import control
-from testbed.models.schemes import Scheme
 from testbed.fabric import links
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import collector
+from testbed.models import control
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.topology import FatTree, Level
 

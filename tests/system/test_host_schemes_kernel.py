@@ -25,11 +25,12 @@ from dataclasses import dataclass
 
 import pytest
 
-from testbed.models import decisions, host
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.models.host import HostDecision, RepsState
 from testbed.dataplane.maps import ECN_BYTES, ECN_OFF, ECN_PKTS, Maps, PortQ, RunCfg, SkBuff, prog_test_run_data
 from testbed.dataplane.maps import RepsState as CRepsState
+from testbed.models import decisions
+from testbed.models import host as host_models
+from testbed.models.host import HostDecision, RepsState
 from testbed.models.schemes import Scheme
 from testbed.topology import FatTree, Node
 
@@ -170,7 +171,7 @@ def _reps_send(h: Harness, src: Node, dst: Node, flow: int, draw: int) -> int:
     tree = h.tree
     ctx = SkBuff(ingress_ifindex=tree.port(tree.edge_of(src.name), src.name).ifindex)
     ctx.cb[1], ctx.cb[2] = DRAWS_SUPPLIED, draw
-    rv, out, data = prog_test_run_data(h.compiled.fds["switch_ingress"], roce(tree, src, dst, 1, OPCODE_SEND, flow, 0),
+    rv, _out, data = prog_test_run_data(h.compiled.fds["switch_ingress"], roce(tree, src, dst, 1, OPCODE_SEND, flow, 0),
                                        ctx)
     assert rv == 0
     return int(struct.unpack("!H", data[34:36])[0])

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 
 from .helpers import TIMING_RATE_BPS, slow_uplink

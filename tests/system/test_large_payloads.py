@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.run.sweep import Matrix
 

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models import control
 from testbed.models.schemes import Scheme
-from testbed.fabric.build import Fabric, FabricSpec
 from testbed.run.experiment import RunParams, run
 from testbed.topology import Stage
 from testbed.topology.timebase import NONE

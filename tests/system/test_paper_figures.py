@@ -74,7 +74,7 @@ def test_fig11_runs_every_mix_between_its_ends(tmp_path: Path) -> None:
     out = tmp_path / "fig11"
     _paper("fig11", out)
     rows = pd.read_parquet(out / "results.parquet")
-    points = {(lb, mix) for lb, mix in zip(rows["cell_label"], rows["cell_mix"])}
+    points = {(lb, mix) for lb, mix in zip(rows["cell_label"], rows["cell_mix"], strict=False)}
     assert points == {("ar", "none"), ("4ofan", "none"), ("4ofan", "random:0.5"), ("4ofan", "pods:0.5"),
                       ("4ofan", "agg"), ("4ofan", "edge")}
     mixed = rows[rows["cell_mix"] != "none"]

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure.fidelity import TIMING_EXCESS_MAX
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 
 from .helpers import TIMING_RATE_BPS

@@ -15,15 +15,14 @@ import struct
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import pytest
 
 from testbed.dataplane import switches
-from testbed.models import decisions, sampled
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.maps import (CongaEntry, CongaFb, LbPort, Maps, PortQ, SkBuff, prog_test_run,
-                                   prog_test_run_data)
+from testbed.dataplane.maps import CongaEntry, CongaFb, LbPort, Maps, PortQ, SkBuff, prog_test_run, prog_test_run_data
+from testbed.models import decisions, sampled
 from testbed.models.decisions import Decision, SampledInputs
 from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
@@ -76,7 +75,7 @@ def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int, ip_i
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bytes(frame_len - 42)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _upward(tree: FatTree) -> list[tuple[Node, list[Port], list[Node], list[tuple[Node, int]], int]]:
     """Per switch with uplinks: its downlinks, the hosts below it, the destinations it must send up to
     (with their destination key), and its number of keys."""
@@ -127,7 +126,7 @@ class Sampled:
     """The sampled schemes' state for one decision, as written to the maps: the model's inputs, and for CONGA
     the feedback pointer with its entry's metric and epoch (at an edge switch) and the packet's IPv4 ID."""
 
-    inputs: SampledInputs = SampledInputs()
+    inputs: SampledInputs = field(default_factory=SampledInputs)
     fb: tuple[int, int, int] = (0, 0, 0)
     ip_id: int = 0
 
@@ -146,14 +145,14 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
     maps.lb_epoch.set(sw.nid * sampled.LB_TICKS + sampled.LB_TICK_DRE, epoch)
     quality = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
     dre = tuple(0 if tied else rng.randrange(0, 2 * ctau) for _ in ups)
-    for p, q, x in zip(ups, quality, dre):
+    for p, q, x in zip(ups, quality, dre, strict=False):
         maps.lb_port.set(p.ifindex, LbPort(dre=x, quality=q))
     remote: tuple[int, ...] = ()
     remote_epochs: tuple[int, ...] = ()
     st = Sampled()
     if scheme is Scheme.SGLB:
         remote = tuple(3 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
-        for p, r in zip(ups, remote):
+        for p, r in zip(ups, remote, strict=False):
             maps.sglb_view.set(tree.by_name[p.peer].nid * dims.n_keys + dst_edge, r)
     if conga:
         if sw.level is Level.EDGE:
@@ -161,7 +160,7 @@ def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Po
             base = (e * tree.n_edges + dst_edge) * tree.w
             remote = tuple(0 if tied else rng.randrange(sampled.LB_BANDS) for _ in ups)
             remote_epochs = tuple(epoch - rng.randrange(0, 2 * CONGA_AGE + 2) for _ in ups)
-            for t, (m, ep) in enumerate(zip(remote, remote_epochs)):
+            for t, (m, ep) in enumerate(zip(remote, remote_epochs, strict=False)):
                 maps.conga_to.set(base + t, fb_entry(m, ep))
             ptr = rng.getrandbits(40)
             fb = (ptr, rng.randrange(sampled.LB_BANDS), epoch - rng.randrange(0, 2 * CONGA_AGE + 2))
@@ -247,7 +246,7 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     elif config.scheme is Scheme.POFAN:
         maps.ofan_ptr_cpu.set(sw.nid * dims.n_ptr + pid, [pointer] * maps.ofan_ptr_cpu.ncpu)
     qs = queues if queues is not None else tuple(rng.choice(QUEUE_CHOICES) for _ in ups)
-    for p, q in zip(ups, qs):
+    for p, q in zip(ups, qs, strict=False):
         maps.port_q.set(p.ifindex, PortQ(pkts=q // 4154, bytes=q))
     mem, mem1 = (memory if memory is not None else rng.randrange(tree.w)), rng.randrange(tree.w)
     maps.drill_mem.set(sw.nid * decisions.DRILL_M_MAX, mem)
@@ -469,7 +468,7 @@ def test_sampling_timer_matches_model(h: Harness) -> None:
         n = min(rng.choice((1, 1, 2, 3, 7, 64, 70)), epoch_now())
         if fire(h, sw, sampled.LB_TICK_SAMPLE, n, rng) is None:
             continue
-        for p, (ps, rx, qb) in zip(ports, before):
+        for p, (ps, rx, qb) in zip(ports, before, strict=False):
             want = sampled.sample_port(ps, rx, qb, n, st)
             got = maps.lb_port.get(p.ifindex)
             assert (got.last_rx, got.load, got.queue, got.quality) == (want.last_rx, want.load, want.queue,
@@ -486,13 +485,13 @@ def test_dre_decay_timer_matches_model(h: Harness) -> None:
         sw = rng.choice(tree.switches)
         ports = sw_ports(tree, sw)
         dres = [rng.randrange(10**7) for _ in ports]
-        for p, x in zip(ports, dres):
+        for p, x in zip(ports, dres, strict=False):
             maps.lb_port.set(p.ifindex, LbPort(dre=x))
         n = min(rng.choice((1, 2, 5, 62, 63, 64, 1000)), epoch_now())
         out = fire(h, sw, sampled.LB_TICK_DRE, n, rng)
         if out is None:
             continue
-        for p, x in zip(ports, dres):
+        for p, x in zip(ports, dres, strict=False):
             want = sampled.decay_dre(x, n, st) + (1500 if p.ifindex == out else 0)
             assert int(maps.lb_port.get(p.ifindex).dre) == want, (sw.name, n, x)
 

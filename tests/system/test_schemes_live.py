@@ -14,8 +14,8 @@ import pytest
 
 from testbed.dataplane import switches
 from testbed.dataplane.maps import Maps
-from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.run.experiment import RunParams, run
 
 from .helpers import cli, leftovers
@@ -61,7 +61,7 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
     time.sleep(0.25)  # the run takes about 0.7 s at 50 Mbit/s
     before = _uplink_counts(fab.maps, n)
     time.sleep(0.05)
-    during_ecmp = [b - a for a, b in zip(before, _uplink_counts(fab.maps, n))]
+    during_ecmp = [b - a for a, b in zip(before, _uplink_counts(fab.maps, n), strict=False)]
     edges = [sw for sw in switches.lb_switches(tree) if sw.level.name == "EDGE"]
     idle = [(sw, slot) for sw in edges for slot in range(tree.w)
             if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w:(sw.nid + 1) * tree.w])]
@@ -148,7 +148,7 @@ def test_compare_writes_one_directory_per_run_and_a_summary(tmp_path: Path) -> N
     import pandas as pd
 
     df = pd.read_csv(out / "summary.csv")
-    assert sorted(zip(df["scheme"], df["seed"])) == [("ecmp", 1), ("ecmp", 2), ("ofan", 1), ("ofan", 2)]
+    assert sorted(zip(df["scheme"], df["seed"], strict=False)) == [("ecmp", 1), ("ecmp", 2), ("ofan", 1), ("ofan", 2)]
     assert (df["drops"] == 0).all()
     for d in df["out_dir"]:
         assert (Path(d) / "manifest.json").exists()

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
-from traffic.packet import Packetizer
-
-from testbed.models import sampled
 from testbed.dataplane.compile import Dims
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.models import sampled
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from testbed.topology import Level
+from traffic.packet import Packetizer
 
 from .helpers import TIMING_RATE_BPS
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 
 from .helpers import TIMING_RATE_BPS, capture, cli, drain, require_valid

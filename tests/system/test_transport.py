@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from testbed.models.schemes import Scheme
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
+from testbed.models.schemes import Scheme
 from testbed.run.experiment import RunParams, run
 from traffic.packet import ACK_FRAME_BYTES, OPCODE_RC_ACK, Packetizer
 from traffic.transport import SWIFT_TARGET_Q_PKTS
@@ -104,8 +104,8 @@ def test_dctcp_halves_its_window_under_persistent_marking(fab: Fabric, tmp_path:
     r, w = go(fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", ecn_threshold="0", base_rtt_pkts=40)
     exactly_once(r)
     rtt_s = r["transport"]["base_rtt_ns"] / 1e9
-    for fid, rows in w.groupby("fid"):
-        rows = rows.reset_index(drop=True)
+    for fid, flow_rows in w.groupby("fid"):
+        rows = flow_rows.reset_index(drop=True)
         first_mark = rows.index[rows["ecn"]][0]
         cuts = rows.index[rows["rule"] == "decrease"]
         assert len(cuts) >= 2, fid

@@ -99,7 +99,7 @@ def test_a_gap_within_its_errors_is_not_comparable() -> None:
 def test_edge_bound_reads_every_run_without_acks() -> None:
     ok = [row("ofan", k=4, queue_edge_agg_max_pkts=3), row("ofan", k=8, queue_edge_agg_max_pkts=5)]
     assert cl.c_f4_edge_bound(data(fig3=ok[:1], fig17=ok[1:])).verdict == "agrees"
-    over = ok + [row("ofan", k=8, queue_edge_agg_max_pkts=6)]
+    over = [*ok, row("ofan", k=8, queue_edge_agg_max_pkts=6)]
     out = cl.c_f4_edge_bound(data(fig6=over))
     assert out.verdict == "disagrees" and out.value == 1.0
 

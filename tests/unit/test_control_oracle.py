@@ -57,7 +57,7 @@ class Graph:
                 return
             for y in sorted(self.adj.get(path[-1], ())):
                 if y not in path:
-                    walk(path + [y])
+                    walk([*path, y])
 
         walk([src])
         return out

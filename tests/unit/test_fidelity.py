@@ -166,8 +166,8 @@ def test_a_run_outside_the_ideal_fabric_is_flagged() -> None:
 
 
 def test_the_envelope_is_cached_by_its_inputs(tmp_path: Path) -> None:
-    from testbed.models.schemes import Scheme, SchemeConfig
     from testbed.measure import envelope
+    from testbed.models.schemes import Scheme, SchemeConfig
     from testbed.topology import FatTree
     from traffic.packet import Packetizer
     from traffic.workloads import WorkloadSpec, make_spec

@@ -11,7 +11,7 @@ from testbed.fabric.qdisc_timers import TimerLateness
 
 def test_a_probe_that_cannot_be_made_is_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse() -> None:
-        raise Exception("Failed to compile BPF module")  # noqa: TRY002 - what bcc raises when clang fails
+        raise Exception("Failed to compile BPF module")
 
     monkeypatch.setattr(qdisc_timers, "ensure_tracefs", lambda: None)
     monkeypatch.setattr(qdisc_timers, "TimerProbe", refuse)

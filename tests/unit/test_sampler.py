@@ -63,7 +63,7 @@ def test_watched_ports_are_the_largest_maxima_and_keep_their_place_on_ties() -> 
 
 def test_series_is_long_and_timed_from_t0() -> None:
     tree = FatTree(4)
-    s, maps = sampler(tree)
+    s, _maps = sampler(tree)
     for _ in range(3):
         s._sample(True)
     cols = s.series(s.times_ns[0])

@@ -2,7 +2,7 @@
 docs/adding-a-scheme.md lists: its number in the C header, a case in the
 kernel's dispatch, a Python model, a differential-test case and a README row
 (switch schemes: shared.h SCHEME_*, lb.h, models.MODELS; host schemes:
-shared.h HOST_LB_*, host_lb.h, host_models.HOST_MODELS). So the document's
+shared.h HOST_LB_*, host_lb.h, host.HOST_MODELS (testbed.models)). So the document's
 list cannot drift from the code."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from testbed.models.host import HOST_MODELS
 from testbed.models.decisions import MODELS
+from testbed.models.host import HOST_MODELS
 from testbed.models.schemes import Scheme, host_schemes, switch_schemes
 from tests.system.test_host_schemes_kernel import HOST_DIFFERENTIAL_SCHEMES
 from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES

@@ -4,7 +4,6 @@ that recover known powers with intervals that contain them."""
 from __future__ import annotations
 
 import json
-
 import math
 from pathlib import Path
 
@@ -59,7 +58,7 @@ def test_two_sizes_one_run_each_give_an_exponent_without_interval() -> None:
     assert math.isnan(g.ci95[0]) and math.isnan(g.ci95[1])
     from testbed.cli import report
 
-    head, body = report.growth_table(sweep_stats.Sweep(Path("."), {}, d))
+    _head, body = report.growth_table(sweep_stats.Sweep(Path("."), {}, d))
     assert body and body[0][3] == "- (two runs)"
     assert "one message size" in report.no_growth(sweep_stats.Sweep(Path("."), {}, rows("x", 0.5, sizes=(1 << 20,))))
 

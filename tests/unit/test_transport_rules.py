@@ -154,7 +154,7 @@ class Flow:
         v = (ct.c_uint64 * 10)()
         self.lib.tp_stats(self.buf, v)
         return dict(zip(("una", "inflight", "acked", "lost", "retransmits", "fast_rtx", "rtos", "spurious",
-                         "in_recovery", "dupacks"), map(int, v)))
+                         "in_recovery", "dupacks"), map(int, v), strict=False))
 
 
 def test_duplicate_ack_threshold_and_new_reno(lib: Any) -> None:

@@ -96,7 +96,7 @@ def test_serving_order(name: str) -> None:
         WorkloadSpec(name, 4096, order="random")
 
 
-@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8), 
+@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8),
                                              ("stride", {}, 4), ("stride", {"stride": 5}, 5)])
 def test_ring_and_stride(name: str, param: dict[str, int], step: int) -> None:
     flows = workloads.make_spec(WorkloadSpec(name, 4096, **param), 16, 4)  # type: ignore[arg-type]
@@ -243,10 +243,9 @@ def test_one_parser_per_kind_of_value() -> None:
 
 def test_the_same_flag_means_the_same_everywhere() -> None:
     """--seeds 3 is seed 3 in compare, sweep and ideal; --base-rtt and flap --period take the same durations."""
+    from testbed.cli import COMMANDS
     from testbed.cli import args as cli_args
     from testbed.cli.args import Parser
-
-    from testbed.cli import COMMANDS
 
     parser = Parser(prog="testbed")
     sub = parser.add_subparsers(dest="command")

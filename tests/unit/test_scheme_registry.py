@@ -1,6 +1,6 @@
 """Every scheme of the registry is complete in every place
 docs/adding-a-scheme.md lists: its number in the C header, a case in the
-kernel's dispatch, a Python model, a differential-test case and a README row
+kernel's dispatch, a Python model, a differential-test case and a row in docs/schemes.md
 (switch schemes: shared.h SCHEME_*, lb.h, models.MODELS; host schemes:
 shared.h HOST_LB_*, host_lb.h, host.HOST_MODELS (testbed.models)). So the document's
 list cannot drift from the code."""
@@ -19,7 +19,7 @@ from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "adding-a-scheme.md"
 FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/models/schemes.py", "testbed/models/decisions.py",
-         "tests/system/test_schemes_kernel.py", "README.md", "ebpf/include/maps.h", "testbed/dataplane/maps.py",
+         "tests/system/test_schemes_kernel.py", "docs/schemes.md", "ebpf/include/maps.h", "testbed/dataplane/maps.py",
          "testbed/dataplane/switches.py")
 
 
@@ -58,10 +58,10 @@ def test_every_scheme_has_a_differential_case() -> None:
     assert set(HOST_DIFFERENTIAL_SCHEMES) == set(host_schemes())
 
 
-def test_every_scheme_has_a_readme_row() -> None:
-    readme = (ROOT / "README.md").read_text()
-    missing = [s.label for s in Scheme if f"| `{s.label}` |" not in readme]
-    assert not missing, f"no README scheme-table row for {missing}"
+def test_every_scheme_has_a_docs_row() -> None:
+    schemes_doc = (ROOT / "docs" / "schemes.md").read_text()
+    missing = [s.label for s in Scheme if f"| `{s.label}` |" not in schemes_doc]
+    assert not missing, f"no docs/schemes.md scheme-table row for {missing}"
 
 
 def test_the_document_names_files_that_exist() -> None:

@@ -56,8 +56,11 @@ def summary(gaps_ns: list[int], seconds: float, window_ms: float, fatal_us: floa
     seconds = math.ceil(seconds / BURST_S) * BURST_S  # time spent spinning
     per_s = {f">={s}us": round(sum(1 for g in gaps_ns if g >= s * 1000) / seconds, 2) for s in SIZES_US}
     fatal_rate = sum(1 for g in gaps_ns if g >= fatal_us * 1000) / seconds
-    return {"gaps_per_s": per_s, "largest_us": [round(g / 1000) for g in sorted(gaps_ns, reverse=True)[:5]],
-            "window_with_fatal_gap": round(1 - math.exp(-fatal_rate * window_ms / 1000), 3)}
+    return {
+        "gaps_per_s": per_s,
+        "largest_us": [round(g / 1000) for g in sorted(gaps_ns, reverse=True)[:5]],
+        "window_with_fatal_gap": round(1 - math.exp(-fatal_rate * window_ms / 1000), 3),
+    }
 
 
 def main() -> None:
@@ -76,11 +79,19 @@ def main() -> None:
     for p in procs:
         p.join()
     every = [g for c in cpus for g in results[c]]
-    print(json.dumps({
-        "seconds": a.seconds, "min_us": a.min_us, "window_ms": a.window_ms, "fatal_us": a.fatal_us,
-        "any_cpu": summary(every, a.seconds, a.window_ms, a.fatal_us),
-        "per_cpu": {str(c): summary(results[c], a.seconds, a.window_ms, a.fatal_us) for c in cpus},
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "seconds": a.seconds,
+                "min_us": a.min_us,
+                "window_ms": a.window_ms,
+                "fatal_us": a.fatal_us,
+                "any_cpu": summary(every, a.seconds, a.window_ms, a.fatal_us),
+                "per_cpu": {str(c): summary(results[c], a.seconds, a.window_ms, a.fatal_us) for c in cpus},
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -41,10 +41,12 @@ def measure(kind: str, k: int, repeat: int, rounds: int) -> dict[str, object]:
             switches.program(maps, tree)
             edge = next(sw for sw in tree.switches if sw.level.name == "EDGE")
             src = next(h for h in tree.hosts if tree.edge_of(h.name) == edge.name)
-            dst = next(h for h in tree.hosts if h.pod != src.pod or (kind == "leafspine" and
-                                                                      tree.edge_of(h.name) != edge.name))
-            ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 1486, 0, 0, 64, 17, 0, tree.host_ip(src).packed,
-                             tree.host_ip(dst).packed)
+            dst = next(
+                h for h in tree.hosts if h.pod != src.pod or (kind == "leafspine" and tree.edge_of(h.name) != edge.name)
+            )
+            ip = struct.pack(
+                "!BBHHHBBH4s4s", 0x45, 0, 1486, 0, 0, 64, 17, 0, tree.host_ip(src).packed, tree.host_ip(dst).packed
+            )
             packet = bytes(12) + b"\x08\x00" + ip + struct.pack("!HHHH", 5000, 4791, 1466, 0) + bytes(1458)
             ctx = SkBuff(ingress_ifindex=tree.port(edge.name, src.name).ifindex)
             configs = [SchemeConfig(s) for s in switch_schemes() if s is not Scheme.HOST_ROUTED]
@@ -52,15 +54,29 @@ def measure(kind: str, k: int, repeat: int, rounds: int) -> dict[str, object]:
             for _ in range(rounds):  # interleaved, so a slow moment hits every scheme alike
                 for c in configs:
                     switches.set_scheme(maps, tree, c.scheme, seed=1)
-                    switches.set_sampled(maps, tree, sampled.settings(
-                        sampled.SampledParams(), 100_000_000, 4154, tree.edges_per_pod,
-                        sampled.active_bits([c.scheme])))
+                    switches.set_sampled(
+                        maps,
+                        tree,
+                        sampled.settings(
+                            sampled.SampledParams(),
+                            100_000_000,
+                            4154,
+                            tree.edges_per_pod,
+                            sampled.active_bits([c.scheme]),
+                        ),
+                    )
                     ns[c.label].append(prog_test_run_timed(compiled.fds["switch_ingress"], packet, ctx, repeat))
     unpin(tree.prefix)
     med = {label: statistics.median(v) for label, v in ns.items()}
-    return {"topology": kind, "k": k, "w": tree.w, "repeat": repeat, "rounds": rounds,
-            "ns_per_packet": {s: round(v, 1) for s, v in med.items()},
-            "ratio_to_ecmp": {s: round(v / med["ecmp"], 2) for s, v in med.items()}}
+    return {
+        "topology": kind,
+        "k": k,
+        "w": tree.w,
+        "repeat": repeat,
+        "rounds": rounds,
+        "ns_per_packet": {s: round(v, 1) for s, v in med.items()},
+        "ratio_to_ecmp": {s: round(v / med["ecmp"], 2) for s, v in med.items()},
+    }
 
 
 def main() -> int:

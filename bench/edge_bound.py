@@ -35,18 +35,36 @@ def main() -> int:
             w = fab.tree.w
             for size in a.sizes.split(","):
                 for seed in a.seeds:
-                    r = run_valid(fab, RunParams("permutation", parse_size(size), 1.0, Scheme.OFAN, seed=seed),
-                                  attempts=1 + a.retries).to_json()
+                    r = run_valid(
+                        fab,
+                        RunParams("permutation", parse_size(size), 1.0, Scheme.OFAN, seed=seed),
+                        attempts=1 + a.retries,
+                    ).to_json()
                     edge = max(p["max_pkts"] for p in r["ports"] if p["stage"] == "edge_agg")
                     valid = r["fidelity"]["valid"]
                     broken += int(valid and edge > w + 1)
-                    runs.append({"k": k, "rate_bps": rate, "size": size, "seed": seed, "valid": valid,
-                                 "edge_uplink_max": edge, "bound": w + 1, "cct_increase": r["cct_increase"],
-                                 "nic_burst_pkts": r["fidelity"]["nic_burst_pkts"],
-                                 "attempts": 1 + len(r["discarded_attempts"]), "reasons": r["fidelity"]["reasons"]})
+                    runs.append(
+                        {
+                            "k": k,
+                            "rate_bps": rate,
+                            "size": size,
+                            "seed": seed,
+                            "valid": valid,
+                            "edge_uplink_max": edge,
+                            "bound": w + 1,
+                            "cct_increase": r["cct_increase"],
+                            "nic_burst_pkts": r["fidelity"]["nic_burst_pkts"],
+                            "attempts": 1 + len(r["discarded_attempts"]),
+                            "reasons": r["fidelity"]["reasons"],
+                        }
+                    )
                     print(json.dumps(runs[-1]), file=sys.stderr, flush=True)
-    print(json.dumps({"runs": runs, "valid": sum(r["valid"] for r in runs), "total": len(runs),
-                      "valid_runs_over_bound": broken}, indent=1))
+    print(
+        json.dumps(
+            {"runs": runs, "valid": sum(r["valid"] for r in runs), "total": len(runs), "valid_runs_over_bound": broken},
+            indent=1,
+        )
+    )
     return 0 if broken == 0 else 1
 
 

@@ -49,29 +49,44 @@ def one_run(fab: Fabric, p: RunParams) -> dict[str, Any]:
     t0 = time.monotonic()
     r = run(fab, p).to_json()
     f = r["fidelity"]
-    return {"seed": p.seed, "valid": f["valid"], "reasons": f["reasons"], "cct_increase": r["cct_increase"],
-            "pacing_error_max": f["pacing_error_max"], "start_skew_pkts": f["start_skew_pkts"],
-            "timing_excess_share": f["timing_excess_share"], "nic_late_pkts": f["nic_late_pkts"],
-            "nic_stall_pkts": f["nic_stall_pkts"], "cpu_busiest": f["cpu_busiest"], "cpu_steal": f["cpu_steal"], "cpu_awake": f["cpu_awake"],
-            "edge_agg_max_pkts": r["queues"]["edge_agg"]["max_pkts"], "wall_s": round(time.monotonic() - t0, 1)}
+    return {
+        "seed": p.seed,
+        "valid": f["valid"],
+        "reasons": f["reasons"],
+        "cct_increase": r["cct_increase"],
+        "pacing_error_max": f["pacing_error_max"],
+        "start_skew_pkts": f["start_skew_pkts"],
+        "timing_excess_share": f["timing_excess_share"],
+        "nic_late_pkts": f["nic_late_pkts"],
+        "nic_stall_pkts": f["nic_stall_pkts"],
+        "cpu_busiest": f["cpu_busiest"],
+        "cpu_steal": f["cpu_steal"],
+        "cpu_awake": f["cpu_awake"],
+        "edge_agg_max_pkts": r["queues"]["edge_agg"]["max_pkts"],
+        "wall_s": round(time.monotonic() - t0, 1),
+    }
 
 
-def runs_until_invalid(fab: Fabric, what: str, schemes: list[Scheme], seeds: list[int],
-                       size: int) -> list[dict[str, Any]]:
+def runs_until_invalid(
+    fab: Fabric, what: str, schemes: list[Scheme], seeds: list[int], size: int
+) -> list[dict[str, Any]]:
     """Each scheme's run for each seed, stopping at the first invalid one."""
     runs: list[dict[str, Any]] = []
     for scheme in schemes:
         for seed in seeds:
             runs.append({"scheme": scheme.label, **one_run(fab, RunParams("permutation", size, 1.0, scheme, seed))})
-            print(f"{what} {scheme.label} seed {seed}: {'valid' if runs[-1]['valid'] else runs[-1]['reasons']}",
-                  file=sys.stderr)
+            print(
+                f"{what} {scheme.label} seed {seed}: {'valid' if runs[-1]['valid'] else runs[-1]['reasons']}",
+                file=sys.stderr,
+            )
             if not runs[-1]["valid"]:
                 return runs
     return runs
 
 
-def envelope(topology: str, k: int, levels: list[int], seeds: list[int], size: int, schemes: list[Scheme],
-             headroom: float) -> dict[str, Any]:
+def envelope(
+    topology: str, k: int, levels: list[int], seeds: list[int], size: int, schemes: list[Scheme], headroom: float
+) -> dict[str, Any]:
     tree = FatTree(k, "bfid", topology)
     tried = []
     best = None
@@ -81,8 +96,9 @@ def envelope(topology: str, k: int, levels: list[int], seeds: list[int], size: i
             runs = runs_until_invalid(fab, f"{topology} k={k} {pps} pkt/s ({rate} bit/s)", schemes, seeds, size)
         ok = len(runs) == len(seeds) * len(schemes) and all(x["valid"] for x in runs)
         cpu = statistics.median(x["cpu_busiest"] for x in runs)
-        tried.append({"host_packets_per_s": pps, "rate_bps": rate, "all_valid": ok, "cpu_busiest_median": cpu,
-                      "runs": runs})
+        tried.append(
+            {"host_packets_per_s": pps, "rate_bps": rate, "all_valid": ok, "cpu_busiest_median": cpu, "runs": runs}
+        )
         ok = ok and cpu <= headroom
         if ok:
             best = {"host_packets_per_s": pps, "rate_bps": rate}
@@ -94,18 +110,35 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--k", default="4,8,12", help="comma-separated k values")
     ap.add_argument("--topology", default="fattree", choices=["fattree", "leafspine"])
-    ap.add_argument("--packets-per-s", default="72000,48000,36000,24000",
-                    help="host packet rates to try, highest first")
+    ap.add_argument(
+        "--packets-per-s", default="72000,48000,36000,24000", help="host packet rates to try, highest first"
+    )
     ap.add_argument("--seeds", type=parse_seeds, default=parse_seeds("1-5"))
     ap.add_argument("--size", default="1MB")
-    ap.add_argument("--schemes", default="ofan,ecmp",
-                    help="every scheme's runs must be valid: Ofan's queues are the shallowest, ECMP's the deepest")
+    ap.add_argument(
+        "--schemes",
+        default="ofan,ecmp",
+        help="every scheme's runs must be valid: Ofan's queues are the shallowest, ECMP's the deepest",
+    )
     ap.add_argument("--cpu-headroom", type=float, default=0.85)
     a = ap.parse_args()
-    out = [envelope(a.topology, k, parse_ints(a.packets_per_s), list(a.seeds), parse_size(a.size),
-                    [Scheme.parse(x) for x in a.schemes.split(",")], a.cpu_headroom) for k in parse_ints(a.k)]
-    print(json.dumps({"bench": "fidelity", "schemes": a.schemes, "size": a.size, "seeds": a.seeds,
-                      "fabrics": out}, indent=1))
+    out = [
+        envelope(
+            a.topology,
+            k,
+            parse_ints(a.packets_per_s),
+            list(a.seeds),
+            parse_size(a.size),
+            [Scheme.parse(x) for x in a.schemes.split(",")],
+            a.cpu_headroom,
+        )
+        for k in parse_ints(a.k)
+    ]
+    print(
+        json.dumps(
+            {"bench": "fidelity", "schemes": a.schemes, "size": a.size, "seeds": a.seeds, "fabrics": out}, indent=1
+        )
+    )
 
 
 if __name__ == "__main__":

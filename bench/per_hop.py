@@ -59,8 +59,6 @@ IDLE_FIELDS = (3, 4)  # idle, iowait
 PERF_TOP = 15
 
 
-
-
 def cpu_jiffies() -> tuple[int, int, int]:
     """All CPUs' kernel and busy jiffies so far, and this process's."""
     with open("/proc/stat") as f:
@@ -130,7 +128,7 @@ def sysctl(name: str, value: str | None = None) -> str:
         if value is not None:
             setattr(collector, attr, int(value))
         return str(was)
-    path = Path("/proc/sys") / name[len("sysctl."):].replace(".", "/")
+    path = Path("/proc/sys") / name[len("sysctl.") :].replace(".", "/")
     old = path.read_text().strip()
     if value is not None:
         path.write_text(value)
@@ -144,22 +142,32 @@ def perf_top(fab: Fabric, params: RunParams, seconds_hint: float) -> list[dict[s
         return []
     with tempfile.TemporaryDirectory(prefix="per-hop-perf-") as d:
         data = os.path.join(d, "perf.data")
-        proc = subprocess.Popen([perf, "record", "-a", "-F", "1999", "-o", data], stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [perf, "record", "-a", "-F", "1999", "-o", data], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             time.sleep(0.5)
             run(fab, params)
         finally:
             proc.send_signal(signal.SIGINT)
             proc.wait(timeout=60 + seconds_hint)
-        rep = subprocess.run([perf, "report", "-i", data, "--stdio", "--sort", "symbol", "--no-children"],
-                             capture_output=True, text=True, check=False).stdout
+        rep = subprocess.run(
+            [perf, "report", "-i", data, "--stdio", "--sort", "symbol", "--no-children"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout
     out = []
     for line in rep.splitlines():
         parts = line.split()
         if len(parts) >= 3 and parts[0].endswith("%") and parts[1] in ("[k]", "[.]"):
-            out.append({"share": float(parts[0].rstrip("%")) / 100, "where": "kernel" if parts[1] == "[k]" else "user",
-                        "symbol": parts[2]})
+            out.append(
+                {
+                    "share": float(parts[0].rstrip("%")) / 100,
+                    "where": "kernel" if parts[1] == "[k]" else "user",
+                    "symbol": parts[2],
+                }
+            )
         if len(out) == PERF_TOP:
             break
     return out
@@ -177,9 +185,16 @@ def main() -> int:
     a = ap.parse_args()
     arms = [("default", {}, {})] + [parse_arm(x) for x in a.arm]
     scheme, size = Scheme.parse(a.scheme), parse_size(a.size)
-    out: dict[str, Any] = {"scheme": scheme.label, "size_bytes": size, "rate_factor": a.rate_factor,
-                           "seeds": a.seeds, "cpus": os.cpu_count(), "arms": {n: {**s, **c} for n, s, c in arms},
-                           "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "fabrics": {}}
+    out: dict[str, Any] = {
+        "scheme": scheme.label,
+        "size_bytes": size,
+        "rate_factor": a.rate_factor,
+        "seeds": a.seeds,
+        "cpus": os.cpu_count(),
+        "arms": {n: {**s, **c} for n, s, c in arms},
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "fabrics": {},
+    }
     hz = os.sysconf("SC_CLK_TCK")
     for item in a.fabrics.split(","):
         topology, _, k_text = item.partition(":")
@@ -189,9 +204,16 @@ def main() -> int:
         runs: dict[str, list[dict[str, Any]]] = {n: [] for n, _, _ in arms}
         top: list[dict[str, Any]] = []
         with ExitStack() as stack:
-            fabs = {n: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=rate, prefix=f"bph{i}", topology=topology,
-                                                             **{"ack_priority": False, **spec})))
-                    for i, (n, spec, _) in enumerate(arms)}
+            fabs = {
+                n: stack.enter_context(
+                    Fabric(
+                        FabricSpec(
+                            k=k, rate_bps=rate, prefix=f"bph{i}", topology=topology, **{"ack_priority": False, **spec}
+                        )
+                    )
+                )
+                for i, (n, spec, _) in enumerate(arms)
+            }
             for seed in a.seeds:
                 for n, _, sysctls in arms:
                     old = {key: sysctl(key, v) for key, v in sysctls.items()}
@@ -205,26 +227,51 @@ def main() -> int:
                     window, kernel, busy, own = trace.between(res["cct_start_ns"], end)
                     hops = sum(int(p["tx_pkts"]) for p in res["ports"])
                     f = res["fidelity"]
-                    runs[n].append({"seed": seed, "hops": hops, "window_s": window,
-                                    "kernel_us_per_hop": kernel / hz / hops * 1e6,
-                                    "busy_us_per_hop": busy / hz / hops * 1e6,
-                                    "testbed_share": own / hz / window if window > 0 else 0.0,
-                                    "valid": f["valid"], "reasons": f["reasons"], "cct_increase": res["cct_increase"],
-                                    "cpu_busiest": f["cpu_busiest"], "cpu_busiest_window": f["cpu_busiest_window"]})
-                    print(f"{topology} k={k} {format_rate(rate)} {n} seed {seed}: "
-                          f"{runs[n][-1]['kernel_us_per_hop']:.2f} us kernel per hop, "
-                          f"{'valid' if f['valid'] else f['reasons']}", file=sys.stderr, flush=True)
+                    runs[n].append(
+                        {
+                            "seed": seed,
+                            "hops": hops,
+                            "window_s": window,
+                            "kernel_us_per_hop": kernel / hz / hops * 1e6,
+                            "busy_us_per_hop": busy / hz / hops * 1e6,
+                            "testbed_share": own / hz / window if window > 0 else 0.0,
+                            "valid": f["valid"],
+                            "reasons": f["reasons"],
+                            "cct_increase": res["cct_increase"],
+                            "cpu_busiest": f["cpu_busiest"],
+                            "cpu_busiest_window": f["cpu_busiest_window"],
+                        }
+                    )
+                    print(
+                        f"{topology} k={k} {format_rate(rate)} {n} seed {seed}: "
+                        f"{runs[n][-1]['kernel_us_per_hop']:.2f} us kernel per hop, "
+                        f"{'valid' if f['valid'] else f['reasons']}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             if a.perf:
-                top = perf_top(fabs["default"], RunParams("permutation", 4 * size, 1.0, scheme, seed=a.seeds[0]),
-                               4 * max(r["window_s"] for r in runs["default"]))
+                top = perf_top(
+                    fabs["default"],
+                    RunParams("permutation", 4 * size, 1.0, scheme, seed=a.seeds[0]),
+                    4 * max(r["window_s"] for r in runs["default"]),
+                )
         out["fabrics"][f"{topology} k={k}"] = {
-            "hosts": tree.n_hosts, "ports": len(tree.ports), "rate_bps": rate,
+            "hosts": tree.n_hosts,
+            "ports": len(tree.ports),
+            "rate_bps": rate,
             "host_pkts_per_s": round(tree.n_hosts * rate / (8 * (4096 + 82))),
-            "arms": {n: {"kernel_us_per_hop": statistics.median(r["kernel_us_per_hop"] for r in rs),
-                         "busy_us_per_hop": statistics.median(r["busy_us_per_hop"] for r in rs),
-                         "testbed_share": statistics.median(r["testbed_share"] for r in rs),
-                         "valid": sum(r["valid"] for r in rs), "runs": rs} for n, rs in runs.items()},
-            "perf_top": top}
+            "arms": {
+                n: {
+                    "kernel_us_per_hop": statistics.median(r["kernel_us_per_hop"] for r in rs),
+                    "busy_us_per_hop": statistics.median(r["busy_us_per_hop"] for r in rs),
+                    "testbed_share": statistics.median(r["testbed_share"] for r in rs),
+                    "valid": sum(r["valid"] for r in rs),
+                    "runs": rs,
+                }
+                for n, rs in runs.items()
+            },
+            "perf_top": top,
+        }
     print(json.dumps(out, indent=1))
     return 0
 

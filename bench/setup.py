@@ -33,8 +33,14 @@ from testbed.fabric.build import Fabric, FabricSpec
 from testbed.topology import FatTree
 
 # (topology, k) -> target seconds for `up` on this machine kind (2 cores)
-TARGET_UP_S = {("fattree", 4): 0.5, ("fattree", 8): 0.5, ("fattree", 12): 2.0, ("fattree", 16): 5.0,
-               ("leafspine", 32): 3.0, ("leafspine", 64): 6.0}
+TARGET_UP_S = {
+    ("fattree", 4): 0.5,
+    ("fattree", 8): 0.5,
+    ("fattree", 12): 2.0,
+    ("fattree", 16): 5.0,
+    ("leafspine", 32): 3.0,
+    ("leafspine", 64): 6.0,
+}
 REPS = {("fattree", 4): 5, ("fattree", 8): 5}  # others: 3
 
 
@@ -75,15 +81,24 @@ def measure(kind: str, k: int, reps: int, settle_s: float) -> dict[str, object]:
     tree = FatTree(k, "bench", kind)
     up = statistics.median(ups)
     return {
-        "topology": kind, "k": k, "hosts": tree.n_hosts, "namespaces": len(tree.nodes), "veth_pairs": len(tree.links),
-        "tbf_qdiscs": tree.n_ports, "bpf_filters": tree.n_ports + len(tree.hosts),
-        "up_s_median": up, "up_s_all": ups,
+        "topology": kind,
+        "k": k,
+        "hosts": tree.n_hosts,
+        "namespaces": len(tree.nodes),
+        "veth_pairs": len(tree.links),
+        "tbf_qdiscs": tree.n_ports,
+        "bpf_filters": tree.n_ports + len(tree.hosts),
+        "up_s_median": up,
+        "up_s_all": ups,
         "phases_s_median": {name: statistics.median(p[name] for p in phases) for name in phases[0]},
-        "up_cold_s_median": statistics.median(colds), "up_cold_s_all": colds,
+        "up_cold_s_median": statistics.median(colds),
+        "up_cold_s_all": colds,
         "cold_phases_s_median": {name: statistics.median(p[name] for p in cold_phases) for name in cold_phases[0]},
         "cold_over_warm": statistics.median(c / w for c, w in zip(colds, ups, strict=True)),
-        "down_s_median": statistics.median(downs), "down_s_all": downs,
-        "target_up_s": TARGET_UP_S[(kind, k)], "meets_target": up <= TARGET_UP_S[(kind, k)],
+        "down_s_median": statistics.median(downs),
+        "down_s_all": downs,
+        "target_up_s": TARGET_UP_S[(kind, k)],
+        "meets_target": up <= TARGET_UP_S[(kind, k)],
     }
 
 

@@ -107,16 +107,28 @@ def main() -> None:
                     with change():
                         r = run(fab, p).to_json()
                 f = r["fidelity"]
-                tries[name].append({"seed": seed, "valid": f["valid"], "cct_increase": r["cct_increase"],
-                                    "timing_excess_share": f["timing_excess_share"],
-                                    "cause": f["latest_nic_gap_cause"], "reasons": f["reasons"]})
+                tries[name].append(
+                    {
+                        "seed": seed,
+                        "valid": f["valid"],
+                        "cct_increase": r["cct_increase"],
+                        "timing_excess_share": f["timing_excess_share"],
+                        "cause": f["latest_nic_gap_cause"],
+                        "reasons": f["reasons"],
+                    }
+                )
     out = {}
     for name, ts in tries.items():
         rejected = [t for t in ts if not t["valid"]]
-        out[name] = {"valid": len(ts) - len(rejected), "of": len(ts),
-                     "causes": dict(Counter(t["cause"] for t in rejected)), "rejected": rejected}
-    print(json.dumps({"bench": "single_tries", "k": 4, "rate_bps": a.rate, "size_bytes": a.size, "arms": out},
-                     indent=1))
+        out[name] = {
+            "valid": len(ts) - len(rejected),
+            "of": len(ts),
+            "causes": dict(Counter(t["cause"] for t in rejected)),
+            "rejected": rejected,
+        }
+    print(
+        json.dumps({"bench": "single_tries", "k": 4, "rate_bps": a.rate, "size_bytes": a.size, "arms": out}, indent=1)
+    )
 
 
 if __name__ == "__main__":

@@ -34,14 +34,37 @@ def main() -> None:
         for seed in a.seeds:
             r = run(fab, RunParams("permutation", 1 << 20, 1.0, Scheme.OFAN, seed)).to_json()
             f = r["fidelity"]
-            runs.append({"seed": seed, "start_skew_pkts": f["start_skew_pkts"], "start_skew_us": 1e6 * f["start_skew_s"],
-                         "valid": f["valid"], "reasons": f["reasons"], "cct_increase": r["cct_increase"]})
+            runs.append(
+                {
+                    "seed": seed,
+                    "start_skew_pkts": f["start_skew_pkts"],
+                    "start_skew_us": 1e6 * f["start_skew_s"],
+                    "valid": f["valid"],
+                    "reasons": f["reasons"],
+                    "cct_increase": r["cct_increase"],
+                }
+            )
     skews = sorted(x["start_skew_pkts"] for x in runs)
-    print(json.dumps({
-        "bench": "start_skew", "k": a.k, "topology": a.topology, "rate_bps": rate, "runs": runs,
-        "start_skew_pkts": {"min": skews[0], "median": statistics.median(skews),
-                            "p90": skews[min(len(skews) - 1, int(0.9 * len(skews)))], "max": skews[-1]},
-        "valid": sum(x["valid"] for x in runs), "of": len(runs)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "bench": "start_skew",
+                "k": a.k,
+                "topology": a.topology,
+                "rate_bps": rate,
+                "runs": runs,
+                "start_skew_pkts": {
+                    "min": skews[0],
+                    "median": statistics.median(skews),
+                    "p90": skews[min(len(skews) - 1, int(0.9 * len(skews)))],
+                    "max": skews[-1],
+                },
+                "valid": sum(x["valid"] for x in runs),
+                "of": len(runs),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

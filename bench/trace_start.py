@@ -80,8 +80,14 @@ TRACEPOINT_PROBE(qdisc, qdisc_dequeue) {
 
 
 class Ev(ctypes.Structure):
-    _fields_ = [("ts", ctypes.c_uint64), ("a", ctypes.c_uint64), ("b", ctypes.c_uint64), ("late", ctypes.c_int64),
-                ("kind", ctypes.c_uint32), ("pad", ctypes.c_uint32)]
+    _fields_ = [
+        ("ts", ctypes.c_uint64),
+        ("a", ctypes.c_uint64),
+        ("b", ctypes.c_uint64),
+        ("late", ctypes.c_int64),
+        ("kind", ctypes.c_uint32),
+        ("pad", ctypes.c_uint32),
+    ]
 
 
 def trace_run(fab: Fabric, p: RunParams) -> tuple[dict[str, Any], list[tuple[int, int, int, int, int]]]:
@@ -124,8 +130,13 @@ def analyse(events: list[tuple[int, int, int, int, int]], pkt_ns: float) -> dict
     per_nic = []
     for q in nics:
         d = sorted(departures[q])
-        per_nic.append({"first_frame_us": d[0], "second_frame_gap_pkts": (d[1] - d[0]) / pkt_ns,
-                        "late_at_end_pkts": (d[-1] - d[0]) / pkt_ns - (len(d) - 1)})
+        per_nic.append(
+            {
+                "first_frame_us": d[0],
+                "second_frame_gap_pkts": (d[1] - d[0]) / pkt_ns,
+                "late_at_end_pkts": (d[-1] - d[0]) / pkt_ns - (len(d) - 1),
+            }
+        )
     t0 = min(x["first_frame_us"] for x in per_nic)
     for x in per_nic:
         x["first_frame_us"] = round((x["first_frame_us"] - t0) / 1e3, 1)
@@ -133,9 +144,12 @@ def analyse(events: list[tuple[int, int, int, int, int]], pkt_ns: float) -> dict
     gaps = [x["second_frame_gap_pkts"] for x in per_nic]
     return {
         "nics": len(nics),
-        "nic_watchdog_late_us": {"count": len(late_us), "median": statistics.median(late_us) if late_us else None,
-                                 "p99": late_us[int(0.99 * (len(late_us) - 1))] if late_us else None,
-                                 "max": late_us[-1] if late_us else None},
+        "nic_watchdog_late_us": {
+            "count": len(late_us),
+            "median": statistics.median(late_us) if late_us else None,
+            "p99": late_us[int(0.99 * (len(late_us) - 1))] if late_us else None,
+            "max": late_us[-1] if late_us else None,
+        },
         "second_frame_gap_pkts": {"min": min(gaps), "median": statistics.median(gaps), "max": max(gaps)},
         "per_nic": per_nic,
     }
@@ -151,10 +165,24 @@ def main() -> None:
     with Fabric(FabricSpec(k=4, prefix="btrace", rate_bps=a.rate)) as fab:
         result, events = trace_run(fab, RunParams("permutation", a.size, 1.0, Scheme.OFAN, a.seed))
     f = result["fidelity"]
-    print(json.dumps({"bench": "trace_start", "rate_bps": a.rate, "seed": a.seed, "packet_us": pkt_ns / 1e3,
-                      "verdict": {"valid": f["valid"], "reasons": f["reasons"], "nic_stall_pkts": f["nic_stall_pkts"],
-                                  "start_skew_pkts": f["start_skew_pkts"]},
-                      **analyse(events, pkt_ns)}, indent=1))
+    print(
+        json.dumps(
+            {
+                "bench": "trace_start",
+                "rate_bps": a.rate,
+                "seed": a.seed,
+                "packet_us": pkt_ns / 1e3,
+                "verdict": {
+                    "valid": f["valid"],
+                    "reasons": f["reasons"],
+                    "nic_stall_pkts": f["nic_stall_pkts"],
+                    "start_skew_pkts": f["start_skew_pkts"],
+                },
+                **analyse(events, pkt_ns),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

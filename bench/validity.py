@@ -74,35 +74,65 @@ def main() -> int:
     ap.add_argument("--acks", action="store_true")
     a = ap.parse_args()
     schemes, size = [Scheme.parse(x) for x in a.scheme.split(",")], parse_size(a.size)
-    out: dict[str, Any] = {"schemes": [x.label for x in schemes], "workload": a.workload, "size_bytes": size,
-                           "payload": a.payload, "acks": a.acks, "topology": a.topology,
-                           "seeds": len(a.seeds), "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
-                           "fabrics": {}}
+    out: dict[str, Any] = {
+        "schemes": [x.label for x in schemes],
+        "workload": a.workload,
+        "size_bytes": size,
+        "payload": a.payload,
+        "acks": a.acks,
+        "topology": a.topology,
+        "seeds": len(a.seeds),
+        "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
+        "fabrics": {},
+    }
     mtu = Matrix.mtu_for(a.payload)
     for k in a.k:
-        rates = [_rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes)) for r in a.rates.split(",")]
+        rates = [
+            _rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes))
+            for r in a.rates.split(",")
+        ]
         with ExitStack() as stack:
-            fabs = {r: stack.enter_context(Fabric(FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology, ack_priority=a.acks,
-                                                             mtu=mtu)))
-                    for i, r in enumerate(rates)}
+            fabs = {
+                r: stack.enter_context(
+                    Fabric(
+                        FabricSpec(k=k, rate_bps=r, prefix=f"bv{i}", topology=a.topology, ack_priority=a.acks, mtu=mtu)
+                    )
+                )
+                for i, r in enumerate(rates)
+            }
             runs: dict[int, list[dict[str, Any]]] = {r: [] for r in rates}
             for seed in a.seeds:
                 for (r, fab), scheme in itertools.product(fabs.items(), schemes):
-                    res = run(fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks,
-                                             payload=a.payload)).to_json()
+                    res = run(
+                        fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks, payload=a.payload)
+                    ).to_json()
                     f = res["fidelity"]
-                    runs[r].append({"seed": seed, "scheme": scheme.label, "valid": f["valid"], "reasons": f["reasons"],
-                                    "cct_increase": res["cct_increase"], "cpu_busiest": f["cpu_busiest"],
-                                    "cpu_busiest_window": f["cpu_busiest_window"]})
-                    print(f"k={k} {format_rate(r)} {scheme.label} seed {seed}: "
-                          f"{'valid' if f['valid'] else f['reasons']}",
-                          file=sys.stderr, flush=True)
+                    runs[r].append(
+                        {
+                            "seed": seed,
+                            "scheme": scheme.label,
+                            "valid": f["valid"],
+                            "reasons": f["reasons"],
+                            "cct_increase": res["cct_increase"],
+                            "cpu_busiest": f["cpu_busiest"],
+                            "cpu_busiest_window": f["cpu_busiest_window"],
+                        }
+                    )
+                    print(
+                        f"k={k} {format_rate(r)} {scheme.label} seed {seed}: {'valid' if f['valid'] else f['reasons']}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
             out["fabrics"][f"{a.topology} k={k}"] = {
-                format_rate(r): {"tries": len(rs), "valid": sum(x["valid"] for x in rs),
-                                 "share": sum(x["valid"] for x in rs) / len(rs),
-                                 "causes": dict(Counter(cause(x) for r_ in rs for x in r_["reasons"])),
-                                 "runs": rs}
-                for r, rs in runs.items()}
+                format_rate(r): {
+                    "tries": len(rs),
+                    "valid": sum(x["valid"] for x in rs),
+                    "share": sum(x["valid"] for x in rs) / len(rs),
+                    "causes": dict(Counter(cause(x) for r_ in rs for x in r_["reasons"])),
+                    "runs": rs,
+                }
+                for r, rs in runs.items()
+            }
     print(json.dumps(out, indent=1))
     return 0
 

@@ -32,9 +32,14 @@ from .workloads import Flow
 SOURCE = Path(__file__).with_name("sender.c")
 # the sender's parts and the transport's, compiled together (HEADERS: what they include; shared.h from the
 # data plane's sources, ebpf.INCLUDE: struct reps_state)
-SOURCES = tuple(Path(__file__).with_name(n) for n in (
-    "sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c"))
-HEADERS = (*tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")), ebpf.INCLUDE / "shared.h")
+SOURCES = tuple(
+    Path(__file__).with_name(n)
+    for n in ("sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c")
+)
+HEADERS = (
+    *tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")),
+    ebpf.INCLUDE / "shared.h",
+)
 # where compiled senders are kept, one per digest of their sources (a source tree and an installed package alike)
 BUILD_DIR = Path(os.environ.get("TESTBED_SENDER_DIR", "/var/cache/testbed/sender"))
 # Kernel doubles this; at ~8.7 KB of truesize per 4 KB packet it lets about
@@ -65,8 +70,12 @@ def sender_binary() -> Path:
     if not binary.exists():
         BUILD_DIR.mkdir(parents=True, exist_ok=True)
         tmp = binary.with_suffix(f".tmp{os.getpid()}")
-        r = subprocess.run(["gcc", "-O2", "-Wall", "-pthread", "-I", str(ebpf.INCLUDE), "-o", str(tmp),
-                            *map(str, SOURCES)], capture_output=True, text=True, check=False)
+        r = subprocess.run(
+            ["gcc", "-O2", "-Wall", "-pthread", "-I", str(ebpf.INCLUDE), "-o", str(tmp), *map(str, SOURCES)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
         if r.returncode != 0:
             raise SenderError(f"cannot compile {SOURCE}: {r.stderr.strip()}")
         os.replace(tmp, binary)
@@ -146,11 +155,22 @@ class SendReport:
 class Senders:
     """The senders of one collective."""
 
-    def __init__(self, hosts: Sequence[Endpoint], flows: list[Flow], packetizer: Packetizer, seed: int = 0,
-                 fault: str | None = None, line_rate_bps: int = 0, transport: Transport | None = None,
-                 paths: dict[int, int] | None = None, ring_path: str = "", trace_path: str = "",
-                 base_rtts_ns: dict[int, int] | None = None, reps: RepsFreeze | None = None,
-                 after_ns: dict[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        hosts: Sequence[Endpoint],
+        flows: list[Flow],
+        packetizer: Packetizer,
+        seed: int = 0,
+        fault: str | None = None,
+        line_rate_bps: int = 0,
+        transport: Transport | None = None,
+        paths: dict[int, int] | None = None,
+        ring_path: str = "",
+        trace_path: str = "",
+        base_rtts_ns: dict[int, int] | None = None,
+        reps: RepsFreeze | None = None,
+        after_ns: dict[int, int] | None = None,
+    ) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
         fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
         counting source hosts in order of their first flow. A flow with a start
@@ -165,8 +185,10 @@ class Senders:
         (`Flow.after`) starts `after_ns[fid]` (default 0) after the flow it waits for arrived in full, which the
         sender learns from that flow's ACKs: chains need a transport."""
         if any(f.after for f in flows) and (transport is None or not transport.on):
-            raise SenderError("chained flows need a transport: a step starts when its input arrived, which only "
-                              "the ACKs tell the sender")
+            raise SenderError(
+                "chained flows need a transport: a step starts when its input arrived, which only "
+                "the ACKs tell the sender"
+            )
         self.after_ns = after_ns or {}
         self.transport = transport if transport is not None and transport.on else None
         self.paths = paths or {}
@@ -187,11 +209,15 @@ class Senders:
         for f in self.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
             start_ns = round(f.start_bits / self.line_rate_bps * 1e9) if f.start_bits and self.line_rate_bps else 0
-            line = (f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
-                    f"{f.size_bytes} {self.packetizer.payload} {start_ns}")
+            line = (
+                f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
+                f"{f.size_bytes} {self.packetizer.payload} {start_ns}"
+            )
             if self.transport is not None:
-                line += (f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} "
-                         f"{self.base_rtts_ns.get(f.fid, self.transport.base_rtt_ns)}")
+                line += (
+                    f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} "
+                    f"{self.base_rtts_ns.get(f.fid, self.transport.base_rtt_ns)}"
+                )
                 if f.after:
                     line += f" {f.after} {self.after_ns.get(f.fid, 0)}"
             lines.append(line)
@@ -212,10 +238,12 @@ class Senders:
             argv += [*self.transport.options(), f"ring={self.ring_path}"]
             argv += [f"trace={self.trace_path}"] if self.trace_path else []
             if self.reps is not None:
-                argv += [f"reps={self.reps.map_path}", f"reps_entries={self.reps.entries}",
-                         f"reps_freeze_ns={self.reps.freeze_ns}"]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                argv += [
+                    f"reps={self.reps.map_path}",
+                    f"reps_entries={self.reps.entries}",
+                    f"reps_freeze_ns={self.reps.freeze_ns}",
+                ]
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         on_start(proc.pid)
         try:
             out, err = proc.communicate(self.plan(), timeout=timeout_s + 30)
@@ -235,7 +263,8 @@ class Senders:
             report.flows[fid] = FlowSent(fid, pkts, nbytes, errors, bool(noroute))
             if len(v) == 15:
                 t = report.flows[fid]
-                (t.retransmits, t.fast_retransmits, t.timeouts, t.acks, t.ecn_acks, t.acked_twice,
-                 t.spurious) = (int(x) for x in v[5:12])
+                (t.retransmits, t.fast_retransmits, t.timeouts, t.acks, t.ecn_acks, t.acked_twice, t.spurious) = (
+                    int(x) for x in v[5:12]
+                )
                 t.final_cwnd, t.acked, t.npkts = float(v[12]), int(v[13]), int(v[14])
         return report

@@ -105,26 +105,45 @@ class Transport:
         a = bdp * self.payload / NSCC_REF_BDP_BYTES
         target = base  # nscc: one base RTT of queueing delay (b = 1)
         opts = {
-            "cc": self.cc, "ring_bytes": RING_BYTES, "base_ns": self.base_rtt_ns, "pkt_ns": round(self.pkt_ns),
-            "min_rto_ns": round(self.min_rto_ns()), "trace_cap": TRACE_CAP,
-            "init_cwnd": f"{bdp:.4f}", "min_cwnd": "1", "max_cwnd": f"{MAX_CWND_BDP * bdp:.4f}",
+            "cc": self.cc,
+            "ring_bytes": RING_BYTES,
+            "base_ns": self.base_rtt_ns,
+            "pkt_ns": round(self.pkt_ns),
+            "min_rto_ns": round(self.min_rto_ns()),
+            "trace_cap": TRACE_CAP,
+            "init_cwnd": f"{bdp:.4f}",
+            "min_cwnd": "1",
+            "max_cwnd": f"{MAX_CWND_BDP * bdp:.4f}",
             "dctcp_g": f"{1 / 16:.6f}",
-            "swift_target_q_ns": round(SWIFT_TARGET_Q_PKTS * self.pkt_ns), "swift_ai": "1", "swift_beta": "0.8",
+            "swift_target_q_ns": round(SWIFT_TARGET_Q_PKTS * self.pkt_ns),
+            "swift_ai": "1",
+            "swift_beta": "0.8",
             "swift_max_mdf": "0.5",
-            "nscc_target_ns": round(target), "nscc_alpha": f"{4 * a / target:.6g}", "nscc_fi": f"{5 * a:.6g}",
-            "nscc_eta": f"{0.15 * a:.6g}", "nscc_gamma": "0.8", "nscc_fi_scale": f"{0.25 * a:.6g}",
-            "nscc_ewma": "0.0125", "nscc_fast_ns": round(base / 12),
+            "nscc_target_ns": round(target),
+            "nscc_alpha": f"{4 * a / target:.6g}",
+            "nscc_fi": f"{5 * a:.6g}",
+            "nscc_eta": f"{0.15 * a:.6g}",
+            "nscc_gamma": "0.8",
+            "nscc_fi_scale": f"{0.25 * a:.6g}",
+            "nscc_ewma": "0.0125",
+            "nscc_fast_ns": round(base / 12),
         }
         return [f"{k}={v}" for k, v in opts.items()]
 
     def describe(self) -> dict[str, object]:
         """For the manifest: what the sender was told, and the equivalences it rests on."""
-        return {"cc": self.cc, "base_rtt_ns": self.base_rtt_ns, "base_rtt_pkts": self.base_rtt_ns / self.pkt_ns,
-                "bdp_pkts": self.bdp_pkts, "buffer_bytes": self.buffer_bytes, "min_rto_ns": self.min_rto_ns(),
-                "base_rtt_where": "return path: each ACK is acted on its flow's base RTT after it reached its sender "
-                                  "(its path's propagation round trip, or one --base-rtt for all); the constants "
-                                  "(window bounds, timeouts, NSCC's scaling) from the longest, base_rtt_ns",
-                "options": self.options()}
+        return {
+            "cc": self.cc,
+            "base_rtt_ns": self.base_rtt_ns,
+            "base_rtt_pkts": self.base_rtt_ns / self.pkt_ns,
+            "bdp_pkts": self.bdp_pkts,
+            "buffer_bytes": self.buffer_bytes,
+            "min_rto_ns": self.min_rto_ns(),
+            "base_rtt_where": "return path: each ACK is acted on its flow's base RTT after it reached its sender "
+            "(its path's propagation round trip, or one --base-rtt for all); the constants "
+            "(window bounds, timeouts, NSCC's scaling) from the longest, base_rtt_ns",
+            "options": self.options(),
+        }
 
 
 def n_paths(same_edge: bool, same_pod: bool, w: int) -> int:

@@ -209,15 +209,17 @@ def _skew(m: Any) -> float:
     return float(recv.max()) / mean if mean > 0 else 1.0
 
 
-def moe_dispatch(n: int, size_bytes: int, rng: random.Random, gpus_per_server: int, skew: float,
-                 eplb: bool) -> list[list[int]]:
+def moe_dispatch(
+    n: int, size_bytes: int, rng: random.Random, gpus_per_server: int, skew: float, eplb: bool
+) -> list[list[int]]:
     """The fabric's bytes from GPU to GPU of one hierarchical MoE dispatch (see the module's doc)."""
     import numpy as np
 
     g = gpus_per_server
     if n % g or n // g < 2:
-        raise WorkloadError(f"MoE dispatch needs at least two whole servers of {g} GPUs, got {n} hosts "
-                            f"(--gpus-per-server)")
+        raise WorkloadError(
+            f"MoE dispatch needs at least two whole servers of {g} GPUs, got {n} hosts (--gpus-per-server)"
+        )
     if skew < 1:
         raise WorkloadError(f"MoE skew must be >= 1, got {skew:g}")
     z = np.array([rng.lognormvariate(0.0, _POPULARITY_SIGMA) for _ in range(n)])
@@ -260,8 +262,9 @@ def moe_dispatch(n: int, size_bytes: int, rng: random.Random, gpus_per_server: i
         seen = [skew_at(b, placed) for b in grid]
         hit = next((i for i, v in enumerate(seen) if v >= skew), None)
         if hit is None:
-            raise WorkloadError(f"MoE skew {skew:g} is beyond what {n} GPUs in servers of {g} can show "
-                                f"({max(seen):.2f} at most)")
+            raise WorkloadError(
+                f"MoE skew {skew:g} is beyond what {n} GPUs in servers of {g} can show ({max(seen):.2f} at most)"
+            )
         beta = bisect(lambda b: skew_at(b, placed), grid[max(hit - 1, 0)], grid[hit]) if hit else 0.0
     else:
         # EPLB's placement changes by whole slots as the loads do, so the skew jumps by a few per cent as
@@ -286,8 +289,7 @@ def moe_dispatch(n: int, size_bytes: int, rng: random.Random, gpus_per_server: i
 
 
 @functools.lru_cache(maxsize=32)
-def moe_cached(n: int, size_bytes: int, seed: int, gpus_per_server: int, skew: float,
-               eplb: bool) -> list[list[int]]:
+def moe_cached(n: int, size_bytes: int, seed: int, gpus_per_server: int, skew: float, eplb: bool) -> list[list[int]]:
     """moe_dispatch for a seed, kept: a run's flows are asked for more than once (checks, then the run)."""
     return moe_dispatch(n, size_bytes, random.Random(seed), gpus_per_server, skew, eplb)
 
@@ -325,8 +327,9 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
     if spec.name == "all-to-all":
         if spec.per_host:  # a fixed total per host (Fig. 5 c): each flow its share, the remainder to the first
             share, extra = divmod(size, n - 1)
-            return _flows([(s, d, share + (i < extra)) for s in range(n)
-                           for i, d in enumerate(destinations(s, n, spec.order))])
+            return _flows(
+                [(s, d, share + (i < extra)) for s in range(n) for i, d in enumerate(destinations(s, n, spec.order))]
+            )
         return _flows([(s, d, size) for s in range(n) for d in destinations(s, n, spec.order)])
     if spec.name in ("ring", "stride"):
         step = spec.gpus_per_server if spec.name == "ring" else (spec.stride or hosts_per_pod)
@@ -336,8 +339,11 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
     if spec.name == "fsdp":
         return fsdp_pass(n, size, spec.gpus_per_server, spec.layers, spec.steps, rng)
     if spec.name == "moe":
-        m = load_matrix(spec.matrix, n) if spec.matrix else moe_cached(n, size, spec.seed, spec.gpus_per_server,
-                                                                       spec.moe_skew, spec.eplb)
+        m = (
+            load_matrix(spec.matrix, n)
+            if spec.matrix
+            else moe_cached(n, size, spec.seed, spec.gpus_per_server, spec.moe_skew, spec.eplb)
+        )
         return _flows([(s, d, m[s][d]) for s in range(n) for d in destinations(s, n, spec.order)])
     if spec.name == "cm":
         assert spec.flows_file is not None
@@ -347,7 +353,7 @@ def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow
         raise WorkloadError(f"fan-in must be in [1, {n - 1}], got {spec.fan_in}")
     hosts = list(range(n))
     rng.shuffle(hosts)
-    dst, senders = hosts[0], sorted(hosts[1:spec.fan_in + 1])
+    dst, senders = hosts[0], sorted(hosts[1 : spec.fan_in + 1])
     return _flows([(s, dst, size) for s in senders])
 
 

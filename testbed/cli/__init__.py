@@ -81,6 +81,5 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as e:
         if os.environ.get("TESTBED_DEBUG"):
             raise
-        print(f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)",
-              file=sys.stderr)
+        print(f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)", file=sys.stderr)
         return 1

@@ -25,8 +25,11 @@ def _subcommands(parser: argparse.ArgumentParser) -> list[tuple[str, str, argpar
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             helps = {a.dest: a.help or "" for a in action._choices_actions}
-            return [(name, helps.get(name, ""), p) for name, p in action.choices.items()
-                    if helps.get(name) != argparse.SUPPRESS]  # hidden ones (the control daemon) are internal
+            return [
+                (name, helps.get(name, ""), p)
+                for name, p in action.choices.items()
+                if helps.get(name) != argparse.SUPPRESS
+            ]  # hidden ones (the control daemon) are internal
     return []
 
 
@@ -55,7 +58,7 @@ def _options(parser: argparse.ArgumentParser) -> list[str]:
         if action.choices is not None and not isinstance(action.choices, dict):
             help_text += f" (one of {', '.join(str(c) for c in action.choices)})"
         rows.append(f"| {flags} | {_cell(_default(action))} | {_cell(help_text)} |")
-    return (["| option | default | meaning |", "|---|---|---|", *rows] if rows else [])
+    return ["| option | default | meaning |", "|---|---|---|", *rows] if rows else []
 
 
 def _section(name: str, help_text: str, parser: argparse.ArgumentParser, level: int) -> list[str]:

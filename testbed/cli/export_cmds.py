@@ -11,8 +11,10 @@ from . import args
 
 
 def add_export(sub: Any) -> None:
-    ex = sub.add_parser("export", help="write a run's experiment for another simulator (htsim: its connection "
-                                       "matrix, fat tree and command line)")
+    ex = sub.add_parser(
+        "export",
+        help="write a run's experiment for another simulator (htsim: its connection matrix, fat tree and command line)",
+    )
     ex.add_argument("format", choices=("htsim",), help="htsim: uet-htsim's htsim_uec")
     ex.add_argument("dir", type=Path, help="a result directory (testbed run --out, or a sweep's cells/NAME)")
     ex.add_argument("--out", type=Path, default=None, help="where to write (default DIR/htsim)")

@@ -23,14 +23,21 @@ def add_up(sub: Any) -> None:
     up = sub.add_parser("up", help="build a fat tree and leave it up")
     up.add_argument("--k", type=args.k_value, required=True)
     up.add_argument("--rate", type=args.rate, default=args.AUTO_RATE, help=args.RATE_HELP + " (default auto)")
-    up.add_argument("--scheme", type=args.switch_scheme, default=Scheme.ECMP,
-                    help=f"one of {', '.join(s.label for s in switch_schemes())}")
+    up.add_argument(
+        "--scheme",
+        type=args.switch_scheme,
+        default=Scheme.ECMP,
+        help=f"one of {', '.join(s.label for s in switch_schemes())}",
+    )
     up.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     up.add_argument("--seed", type=int, default=1)
     args.add_wire_overhead(up)
-    up.add_argument("--acks", action="store_true",
-                    help="the fabric will carry ACKs (runs with --acks or --cc): its auto rate counts them and its "
-                         "queues serve them first")
+    up.add_argument(
+        "--acks",
+        action="store_true",
+        help="the fabric will carry ACKs (runs with --acks or --cc): its auto rate counts them and its "
+        "queues serve them first",
+    )
     args.add_ack_priority(up)
     args.add_topology(up)
     args.add_common(up)
@@ -39,9 +46,17 @@ def add_up(sub: Any) -> None:
 def cmd_up(a: argparse.Namespace) -> int:
     topology = a.topology or "fattree"
     rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology), acks=a.acks)
-    spec = FabricSpec(k=a.k, rate_bps=rate, prefix=a.prefix, scheme=a.scheme, seed=a.seed,
-                      pipe_size=a.pipe_size, topology=topology, wire_overhead=a.wire_overhead,
-                      ack_priority=args.ack_priority(a, a.acks))
+    spec = FabricSpec(
+        k=a.k,
+        rate_bps=rate,
+        prefix=a.prefix,
+        scheme=a.scheme,
+        seed=a.seed,
+        pipe_size=a.pipe_size,
+        topology=topology,
+        wire_overhead=a.wire_overhead,
+        ack_priority=args.ack_priority(a, a.acks),
+    )
     args.need_root()
     fab = Fabric(spec)
     try:
@@ -61,9 +76,11 @@ def cmd_up(a: argparse.Namespace) -> int:
     if fab.compiled is not None:
         fab.compiled.close()  # the filters keep the programs; the pins keep the maps
     t = fab.tree
-    print(f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
-          f"rate {format_rate(rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
-          f"(built in {times.total_s:.2f} s, {program})")
+    print(
+        f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
+        f"rate {format_rate(rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
+        f"(built in {times.total_s:.2f} s, {program})"
+    )
     return 0
 
 
@@ -95,8 +112,12 @@ def add_scheme(sub: Any) -> None:
     sset.add_argument("--pipe-size", type=args.pipe, default=4, help=args.PIPE_HELP)
     sset.add_argument("--switches", default="all", help="all, edge, agg, pod:N or random:F (default all)")
     sset.add_argument("--seed", type=int, default=1, help="draws random:F and the fresh pointer state")
-    sset.add_argument("--reset-pointers", action=argparse.BooleanOptionalAction, default=True,
-                      help="fresh random pointer state for the chosen switches (default on)")
+    sset.add_argument(
+        "--reset-pointers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="fresh random pointer state for the chosen switches (default on)",
+    )
     sset.add_argument("--json", action="store_true")
     args.add_common(sset)
 
@@ -113,13 +134,21 @@ def cmd_scheme(a: argparse.Namespace) -> int:
             switches.reset_state(fab.maps, tree, a.seed, chosen)
         apply_s = switches.apply_schemes(fab.maps, tree, {name: config for name in chosen})
         now = {n: c.label for n, c in switches.current_schemes(fab.maps, tree).items()}
-    out = {"scheme": config.label, "switches": chosen, "selection": a.switches, "seed": a.seed,
-           "apply_ms": apply_s * 1e3, "schemes": now}
+    out = {
+        "scheme": config.label,
+        "switches": chosen,
+        "selection": a.switches,
+        "seed": a.seed,
+        "apply_ms": apply_s * 1e3,
+        "schemes": now,
+    }
     if a.json:
         print(json.dumps(out))
     else:
-        print(f"{config.label} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
-              f"applied by map writes in {apply_s * 1e3:.2f} ms")
+        print(
+            f"{config.label} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
+            f"applied by map writes in {apply_s * 1e3:.2f} ms"
+        )
     return 0
 
 
@@ -143,8 +172,10 @@ def add_clean(sub: Any) -> None:
 def cmd_clean(a: argparse.Namespace) -> int:
     args.need_root()
     rep = clean(a.prefix)
-    print(f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
-          f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}")
+    print(
+        f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
+        f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}"
+    )
     return 0
 
 
@@ -153,8 +184,13 @@ ALL_PAIRS_MAX = 100_000  # more than this takes --sample (k=12 has 186,192 pairs
 
 def add_ping(sub: Any) -> None:
     ping = sub.add_parser("ping", help="check that hosts reach each other (every pair, or --sample N random pairs)")
-    ping.add_argument("--sample", type=args.positive_int, default=None, metavar="N",
-                      help=f"N random host pairs instead of every pair (needed above {ALL_PAIRS_MAX:,} pairs)")
+    ping.add_argument(
+        "--sample",
+        type=args.positive_int,
+        default=None,
+        metavar="N",
+        help=f"N random host pairs instead of every pair (needed above {ALL_PAIRS_MAX:,} pairs)",
+    )
     ping.add_argument("--seed", type=int, default=1, help="draws the --sample pairs")
     ping.add_argument("--json", action="store_true")
     args.add_common(ping)
@@ -172,9 +208,19 @@ def cmd_ping(a: argparse.Namespace) -> int:
     got = reachable(tree, pairs)
     missing = sorted((tree.hosts[s].name, tree.hosts[d].name) for s, d in pairs if (s, d) not in got)
     if a.json:
-        print(json.dumps({"pairs": len(pairs), "reachable": len(got), "missing": missing,
-                          **({"sampled_of": total, "seed": a.seed} if len(pairs) < total else {})}))
+        print(
+            json.dumps(
+                {
+                    "pairs": len(pairs),
+                    "reachable": len(got),
+                    "missing": missing,
+                    **({"sampled_of": total, "seed": a.seed} if len(pairs) < total else {}),
+                }
+            )
+        )
     else:
-        what = f"{len(got)}/{len(pairs)} host pairs reachable" + (f" (a sample of {total:,})" if len(pairs) < total else "")
+        what = f"{len(got)}/{len(pairs)} host pairs reachable" + (
+            f" (a sample of {total:,})" if len(pairs) < total else ""
+        )
         print(what + (f"; missing e.g. {missing[:5]}" if missing else ""))
     return 0 if not missing else 1

@@ -34,9 +34,17 @@ def _schemes(df: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(df["cell_label"]))
 
 
-def _line_panels(summary: pd.DataFrame, x: str, panels: list[tuple[str, str, float]], xlabel: str, title: str,
-                 out: Path, log: bool = False, xfmt: Callable[[float], float] = lambda v: v,
-                 legend_extra: Callable[[str], str] = lambda s: "") -> Path:
+def _line_panels(
+    summary: pd.DataFrame,
+    x: str,
+    panels: list[tuple[str, str, float]],
+    xlabel: str,
+    title: str,
+    out: Path,
+    log: bool = False,
+    xfmt: Callable[[float], float] = lambda v: v,
+    legend_extra: Callable[[str], str] = lambda s: "",
+) -> Path:
     plt = _plt()
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (metric, ylabel, scale) in zip(axes[0], panels, strict=False):
@@ -45,8 +53,14 @@ def _line_panels(summary: pd.DataFrame, x: str, panels: list[tuple[str, str, flo
             d = d[d["valid"] > 0]
             if d.empty:
                 continue
-            ax.errorbar([xfmt(v) for v in d[x]], scale * d[f"{metric}_mean"], yerr=scale * d[f"{metric}_sem"],
-                        marker="o", capsize=3, label=scheme + legend_extra(scheme))
+            ax.errorbar(
+                [xfmt(v) for v in d[x]],
+                scale * d[f"{metric}_mean"],
+                yerr=scale * d[f"{metric}_sem"],
+                marker="o",
+                capsize=3,
+                label=scheme + legend_extra(scheme),
+            )
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         if log:
@@ -65,8 +79,14 @@ def _fixed(rows: pd.DataFrame, keep: str) -> pd.DataFrame:
     """The rows at one value of every cell key but `keep` (the largest size, load 1.0 or the largest load,
     no failure, the first payload and k), so a line against `keep` changes one thing at a time."""
     d = rows
-    for key, pick in (("size_bytes", max), ("load", max), ("cell_failure", min), ("cell_payload", min),
-                      ("k", min), ("workload", min)):
+    for key, pick in (
+        ("size_bytes", max),
+        ("load", max),
+        ("cell_failure", min),
+        ("cell_payload", min),
+        ("k", min),
+        ("workload", min),
+    ):
         if key != keep and key in d and d[key].nunique() > 1:
             d = d[d[key] == pick(list(d[key].unique()))]
     return d
@@ -85,9 +105,19 @@ def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     util = ("utilisation", "utilisation (% of line rate)", 100.0)
     if rows["load"].nunique() > 1:
         s = summarise(_fixed(rows, "load"))
-        figs.append(("Fig. 1: utilisation, largest queue and CCT increase against the offered load",
-                     _line_panels(s, "load", [util, queue, cct], "offered load (fraction of line rate)",
-                                  "against load", out_dir / "fig1-load.png")))
+        figs.append(
+            (
+                "Fig. 1: utilisation, largest queue and CCT increase against the offered load",
+                _line_panels(
+                    s,
+                    "load",
+                    [util, queue, cct],
+                    "offered load (fraction of line rate)",
+                    "against load",
+                    out_dir / "fig1-load.png",
+                ),
+            )
+        )
     if rows["size_bytes"].nunique() > 1:
         d = _fixed(rows, "size_bytes")
         s = summarise(d)
@@ -97,41 +127,85 @@ def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
             def label(scheme: str) -> str:
                 g = fits.get((scheme, metric))
                 return f" (x^{g.exponent:.2f})" if g else ""
+
             return label
 
         for metric, name in ((queue, "queue"), (cct, "cct")):
-            figs.append((f"Fig. 4: {metric[1]} against the message size, log-log, with the fitted growth exponent",
-                         _line_panels(s, "size_bytes", [metric], "message size per flow (KB)",
-                                      "against message size", out_dir / f"fig4-{name}.png", log=True,
-                                      xfmt=lambda v: v / 1024, legend_extra=exponent_of(metric[0]))))
+            figs.append(
+                (
+                    f"Fig. 4: {metric[1]} against the message size, log-log, with the fitted growth exponent",
+                    _line_panels(
+                        s,
+                        "size_bytes",
+                        [metric],
+                        "message size per flow (KB)",
+                        "against message size",
+                        out_dir / f"fig4-{name}.png",
+                        log=True,
+                        xfmt=lambda v: v / 1024,
+                        legend_extra=exponent_of(metric[0]),
+                    ),
+                )
+            )
     if rows["k"].nunique() > 1:
         s = summarise(_fixed(rows, "k"))
-        s["hosts"] = [k ** 3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"], strict=False)]
-        figs.append(("Fig. 5: CCT increase against the network size",
-                     _line_panels(s, "hosts", [cct], "hosts", "against network size", out_dir / "fig5-hosts.png")))
+        s["hosts"] = [k**3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"], strict=False)]
+        figs.append(
+            (
+                "Fig. 5: CCT increase against the network size",
+                _line_panels(s, "hosts", [cct], "hosts", "against network size", out_dir / "fig5-hosts.png"),
+            )
+        )
     if rows["cell_payload"].nunique() > 1:
         s = summarise(_fixed(rows, "cell_payload"))
-        figs.append(("Fig. 8: CCT increase against the packet size",
-                     _line_panels(s, "cell_payload", [cct], "payload per packet (bytes)", "against packet size",
-                                  out_dir / "fig8-packet.png")))
+        figs.append(
+            (
+                "Fig. 8: CCT increase against the packet size",
+                _line_panels(
+                    s,
+                    "cell_payload",
+                    [cct],
+                    "payload per packet (bytes)",
+                    "against packet size",
+                    out_dir / "fig8-packet.png",
+                ),
+            )
+        )
     if rows["cell_failure"].nunique() > 1:
         d = _fixed(rows, "cell_failure")
         s = summarise(d, ("cct_increase_fault_free", "cct_increase", "max_queue_pkts", "utilisation"))
-        figs.append(("Fig. 9: CCT increase over the fault-free bound against the link failure probability",
-                     _line_panels(s, "cell_failure", [("cct_increase_fault_free",
-                                                       "CCT increase over the fault-free bound (%)", 100.0)],
-                                  "probability of each switch link failing", "against link failures",
-                                  out_dir / "fig9-failures.png")))
+        figs.append(
+            (
+                "Fig. 9: CCT increase over the fault-free bound against the link failure probability",
+                _line_panels(
+                    s,
+                    "cell_failure",
+                    [("cct_increase_fault_free", "CCT increase over the fault-free bound (%)", 100.0)],
+                    "probability of each switch link failing",
+                    "against link failures",
+                    out_dir / "fig9-failures.png",
+                ),
+            )
+        )
     if "cell_cc" in rows and (rows["cell_cc"] != "none").any():
         ccs = [c for c in dict.fromkeys(rows["cell_cc"]) if c != "none"]
         several = rows["size_bytes"].nunique() > 1
-        figs.append((("Fig. 14: CCT increase per scheme and message size" if several else
-                      "Fig. 12: CCT increase per scheme") + " under " + ", ".join(ccs),
-                     _cc_figure(rows[rows["cell_cc"] != "none"], ccs, out_dir / "fig12-cc.png")))
+        figs.append(
+            (
+                ("Fig. 14: CCT increase per scheme and message size" if several else "Fig. 12: CCT increase per scheme")
+                + " under "
+                + ", ".join(ccs),
+                _cc_figure(rows[rows["cell_cc"] != "none"], ccs, out_dir / "fig12-cc.png"),
+            )
+        )
     pipes = _pipe_sizes(_schemes(rows))
     if len(pipes) > 1:
-        figs.append(("Fig. 6: CCT increase against the pipe size (pOfan)",
-                     _pipe_figure(rows, pipes, out_dir / "fig6-pipes.png")))
+        figs.append(
+            (
+                "Fig. 6: CCT increase against the pipe size (pOfan)",
+                _pipe_figure(rows, pipes, out_dir / "fig6-pipes.png"),
+            )
+        )
     figs.append(("Fig. 3: worst link overload per stage", _overload_figure(rows, out_dir / "fig3-overload.png")))
     q = _queue_series(sw, out_dir / "queues-worst.png")
     if q is not None:
@@ -153,8 +227,9 @@ def _pipe_figure(rows: pd.DataFrame, pipes: dict[str, int], out: Path) -> Path:
     d = d[d["cell_label"].isin(list(pipes))]
     d = d.assign(pipe=[pipes[lb] for lb in d["cell_label"]]).sort_values("pipe")
     fig, ax = plt.subplots(figsize=(5.5, 4.2))
-    ax.errorbar(d["pipe"], 100 * d["cct_increase_mean"], yerr=100 * d["cct_increase_sem"], marker="o", capsize=3,
-                label="pOfan")
+    ax.errorbar(
+        d["pipe"], 100 * d["cct_increase_mean"], yerr=100 * d["cct_increase_sem"], marker="o", capsize=3, label="pOfan"
+    )
     ofan = summarise(_fixed(rows, "cell_label"))
     ofan = ofan[ofan["cell_label"] == "ofan"]
     if not ofan.empty and not math.isnan(float(ofan["cct_increase_mean"].iloc[0])):
@@ -187,8 +262,7 @@ def _cc_figure(rows: pd.DataFrame, ccs: list[str], out: Path) -> Path:
                 vals.append(100 * float(r["cct_increase_mean"].iloc[0]) if len(r) else float("nan"))
                 errs.append(100 * float(r["cct_increase_sem"].iloc[0]) if len(r) else 0.0)
             ax.bar([j + i * width for j in range(len(sizes))], vals, width, yerr=errs, label=scheme)
-        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))],
-                      [f"{sz // 1024} KB" for sz in sizes])
+        ax.set_xticks([j + 0.4 - width / 2 for j in range(len(sizes))], [f"{sz // 1024} KB" for sz in sizes])
         ax.set_title(cc)
         ax.set_ylabel("CCT increase over the lower bound (%)")
         ax.grid(axis="y", alpha=0.3)
@@ -206,8 +280,10 @@ def _overload_figure(rows: pd.DataFrame, out: Path) -> Path:
     fig, ax = plt.subplots(figsize=(max(5.5, 1.1 * len(schemes) + 2), 4.2))
     width = 0.8 / max(1, len(STAGES))
     for i, (stage, label) in enumerate(zip(STAGES, STAGE_LABELS, strict=False)):
-        vals = [100 * float(d[d["cell_label"] == s][f"overload_{stage}"].mean()) if (d["cell_label"] == s).any()
-                else 0.0 for s in schemes]
+        vals = [
+            100 * float(d[d["cell_label"] == s][f"overload_{stage}"].mean()) if (d["cell_label"] == s).any() else 0.0
+            for s in schemes
+        ]
         ax.bar([j + i * width for j in range(len(schemes))], vals, width, label=label)
     ax.set_xticks([j + 1.5 * width for j in range(len(schemes))], schemes, rotation=30)
     ax.set_ylabel("worst link overload (% above the stage's mean)")
@@ -257,5 +333,15 @@ def _queue_series(sw: Sweep, out: Path) -> Path | None:
 
 
 def growth_rows(gs: list[Growth]) -> list[dict[str, Any]]:
-    return [{"scheme": g.scheme, "metric": g.metric, "exponent": g.exponent, "ci95_low": g.ci95[0],
-             "ci95_high": g.ci95[1], "runs": g.points, "sizes": g.sizes} for g in gs]
+    return [
+        {
+            "scheme": g.scheme,
+            "metric": g.metric,
+            "exponent": g.exponent,
+            "ci95_low": g.ci95[0],
+            "ci95_high": g.ci95[1],
+            "runs": g.points,
+            "sizes": g.sizes,
+        }
+        for g in gs
+    ]

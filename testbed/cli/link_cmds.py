@@ -23,8 +23,13 @@ from .args import attached_tree, need_root
 def add_fail(sub: Any) -> None:
     fail = sub.add_parser("fail", help="fail a link (or random links) of the fabric that is up")
     fail.add_argument("link", nargs="?", help="NODE-NODE, e.g. e0_1-a0_0 (either order)")
-    fail.add_argument("--random", type=float, default=None, metavar="P",
-                      help="fail each edge-aggregation and aggregation-core link with probability P")
+    fail.add_argument(
+        "--random",
+        type=float,
+        default=None,
+        metavar="P",
+        help="fail each edge-aggregation and aggregation-core link with probability P",
+    )
     fail.add_argument("--seed", type=int, default=1)
     fail.add_argument("--force", action="store_true", help="allow failures that cut hosts off")
     fail.add_argument("--json", action="store_true")
@@ -58,8 +63,13 @@ def start_controld(prefix: str, timeout_s: float = 15.0) -> int:
 
     log, ready = state.side_files(prefix)[1:3]
     with open(log, "w") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "controld", "--prefix", prefix],
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=out, start_new_session=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "testbed.cli", "controld", "--prefix", prefix],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,
+        )
     state.record_pid(prefix, proc.pid)
     deadline = time.monotonic() + timeout_s
     while not os.path.exists(ready):
@@ -82,9 +92,11 @@ def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: di
     if a.json:
         print(json.dumps({**ev, **(extra or {})}))
         return
-    print(f"{what}: converged {ev['convergence_ms']:.2f} ms after the kernel event "
-          f"({ev['since_request_ms']:.2f} ms after the request), {ev['map_writes']} map entries, "
-          f"{ev['lost_pkts']} packets lost; failed links now: {', '.join(ev['failed']) or 'none'}")
+    print(
+        f"{what}: converged {ev['convergence_ms']:.2f} ms after the kernel event "
+        f"({ev['since_request_ms']:.2f} ms after the request), {ev['map_writes']} map entries, "
+        f"{ev['lost_pkts']} packets lost; failed links now: {', '.join(ev['failed']) or 'none'}"
+    )
 
 
 def cmd_fail(a: argparse.Namespace) -> int:
@@ -104,8 +116,12 @@ def cmd_fail(a: argparse.Namespace) -> int:
     cut = faults.check_partition(tree, now_failed + new, a.force)
     need_root()
     ev = links.set_and_wait(tree, new, up=False)
-    _print_event(a, f"failed {', '.join(ln.name for ln in new)}", ev,
-                 {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]})
+    _print_event(
+        a,
+        f"failed {', '.join(ln.name for ln in new)}",
+        ev,
+        {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]},
+    )
     return 0
 
 
@@ -136,12 +152,21 @@ def cmd_flap(a: argparse.Namespace) -> int:
     done = faults.apply(tree, faults.Action(0.0, "flap", link.name, period, a.count))
     time.sleep(2 * links.SETTLE_S + 0.05)
     evs = links.read_events(a.prefix, seq)
-    out = {"link": link.name, "cycles": a.count, "period_s": period, "transitions": len(done.t_applied_ns),
-           "events": len(evs), "convergence_ms_max": max((e["convergence_ms"] for e in evs), default=0.0),
-           "lost_pkts": sum(e["lost_pkts"] for e in evs), "failed_now": evs[-1]["failed"] if evs else []}
+    out = {
+        "link": link.name,
+        "cycles": a.count,
+        "period_s": period,
+        "transitions": len(done.t_applied_ns),
+        "events": len(evs),
+        "convergence_ms_max": max((e["convergence_ms"] for e in evs), default=0.0),
+        "lost_pkts": sum(e["lost_pkts"] for e in evs),
+        "failed_now": evs[-1]["failed"] if evs else [],
+    }
     if a.json:
         print(json.dumps(out))
     else:
-        print(f"flapped {link.name} {a.count} times: {len(evs)} events, worst convergence "
-              f"{out['convergence_ms_max']:.2f} ms, {out['lost_pkts']} packets lost")
+        print(
+            f"flapped {link.name} {a.count} times: {len(evs)} events, worst convergence "
+            f"{out['convergence_ms_max']:.2f} ms, {out['lost_pkts']} packets lost"
+        )
     return 0

@@ -60,8 +60,9 @@ def fig7(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
         if d.empty:
             continue
         x = d["size_bytes"] / 1024
-        ax.errorbar(x, 100 * d["cct_increase_mean"], yerr=100 * d["cct_increase_sem"], marker="o", capsize=3,
-                    label=scheme)
+        ax.errorbar(
+            x, 100 * d["cct_increase_mean"], yerr=100 * d["cct_increase_sem"], marker="o", capsize=3, label=scheme
+        )
         first = (float(x.iloc[0]), 100 * float(d["cct_increase_mean"].iloc[0]))
         if anchor is None or first[1] > anchor[1]:
             anchor = first
@@ -75,8 +76,12 @@ def fig7(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     ax.legend(fontsize="small")
     workload = ", ".join(dict.fromkeys(rows["workload"]))
     ax.set_title(f"Fig. 7: {workload}")
-    return [(f"Fig. 7: CCT increase against the message size ({workload}), with the 1/sqrt(m) trend",
-             _save(fig, out_dir / "fig7-message.png"))]
+    return [
+        (
+            f"Fig. 7: CCT increase against the message size ({workload}), with the 1/sqrt(m) trend",
+            _save(fig, out_dir / "fig7-message.png"),
+        )
+    ]
 
 
 def fig8(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
@@ -91,8 +96,14 @@ def fig8(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     fig, ax = plt.subplots(figsize=(6, 4.3))
     for scheme in dict.fromkeys(s["cell_label"]):
         d = s[(s["cell_label"] == scheme) & (s["valid"] > 0)].sort_values("cell_payload")
-        ax.errorbar(d["cell_payload"], 100 * d["cct_increase_mean"], yerr=100 * d["cct_increase_sem"], marker="o",
-                    capsize=3, label=scheme)
+        ax.errorbar(
+            d["cell_payload"],
+            100 * d["cct_increase_mean"],
+            yerr=100 * d["cct_increase_sem"],
+            marker="o",
+            capsize=3,
+            label=scheme,
+        )
     ref = rows[(rows["cell_label"] == "ofan") & (rows["cell_payload"] == 4096)]
     if not ref.empty:
         t_pkt = (4096 + HEADER_BYTES) * 8 / ref["rate_bps"].astype(float)
@@ -100,11 +111,21 @@ def fig8(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
         message = float(ref["size_bytes"].iloc[0])
         if alpha > 0:
             ps = np.geomspace(rows["cell_payload"].min() / 2, rows["cell_payload"].max() * 2, 200)
-            ax.plot(ps, [100 * queue_model.modelled_increase(p, HEADER_BYTES, alpha, message) for p in ps], "k:",
-                    label=f"model, alpha {alpha:.1f} pkts")
+            ax.plot(
+                ps,
+                [100 * queue_model.modelled_increase(p, HEADER_BYTES, alpha, message) for p in ps],
+                "k:",
+                label=f"model, alpha {alpha:.1f} pkts",
+            )
             best = queue_model.optimal_payload(HEADER_BYTES, alpha, message)
-            ax.plot([best], [100 * queue_model.modelled_increase(best, HEADER_BYTES, alpha, message)], "o",
-                    color="red", markersize=9, label=f"optimum {best / 1024:.1f} KB")
+            ax.plot(
+                [best],
+                [100 * queue_model.modelled_increase(best, HEADER_BYTES, alpha, message)],
+                "o",
+                color="red",
+                markersize=9,
+                label=f"optimum {best / 1024:.1f} KB",
+            )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("payload per packet (bytes)")
     ax.set_ylabel("CCT over the payload's sending time (%)")
@@ -112,8 +133,10 @@ def fig8(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     ax.legend(fontsize="small")
     size = int(rows["size_bytes"].iloc[0])
     ax.set_title(f"Fig. 8: a {size / (1 << 20):g} MB message")
-    caption = (f"Fig. 8: CCT against the packet size, a {size / (1 << 20):g} MB message, with Thm. 6's model and its "
-               "optimum (red)")
+    caption = (
+        f"Fig. 8: CCT against the packet size, a {size / (1 << 20):g} MB message, with Thm. 6's model and its "
+        "optimum (red)"
+    )
     return [(caption, _save(fig, out_dir / "fig8-model.png"))]
 
 
@@ -125,14 +148,13 @@ def fig11(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     for _, r in s.iterrows():
         name = r["cell_label"] if r["cell_mix"] == "none" else f"{r['cell_label']} on {r['cell_mix']}"
         order.append((name, r))
-    order.sort(key=lambda nr: (0 if nr[0] == base else 2 if " on " not in nr[0] else 1))
+    order.sort(key=lambda nr: 0 if nr[0] == base else 2 if " on " not in nr[0] else 1)
     plt = _plt()
     fig, ax = plt.subplots(figsize=(7.5, 4.3))
     names = [n for n, _ in order]
     vals = [100 * float(r["cct_increase_mean"]) for _, r in order]
     errs = [100 * float(r["cct_increase_sem"]) for _, r in order]
-    ax.bar(range(len(names)), vals, yerr=errs, capsize=3,
-           color=["#999" if " on " not in n else "#4a7" for n in names])
+    ax.bar(range(len(names)), vals, yerr=errs, capsize=3, color=["#999" if " on " not in n else "#4a7" for n in names])
     ends = [v for n, v in zip(names, vals, strict=False) if " on " not in n and not math.isnan(v)]
     if len(ends) == 2:
         ax.axhline(sum(ends) / 2, linestyle="--", color="grey", label="midpoint of the two ends")
@@ -141,12 +163,23 @@ def fig11(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     ax.set_ylabel(CCT_LABEL)
     ax.set_title("Fig. 11: incremental deployment")
     ax.grid(axis="y", alpha=0.3)
-    return [("Fig. 11: CCT increase with 4Ofan on half the LB switches (four ways) between all AR and all 4Ofan",
-             _save(fig, out_dir / "fig11-mixes.png"))]
+    return [
+        (
+            "Fig. 11: CCT increase with 4Ofan on half the LB switches (four ways) between all AR and all 4Ofan",
+            _save(fig, out_dir / "fig11-mixes.png"),
+        )
+    ]
 
 
-def _grouped(s: pd.DataFrame, group: str, names: dict[Any, str], metrics: tuple[tuple[str, str, float, bool], ...],
-             title: str, stem: str, out_dir: Path) -> list[tuple[str, Path]]:
+def _grouped(
+    s: pd.DataFrame,
+    group: str,
+    names: dict[Any, str],
+    metrics: tuple[tuple[str, str, float, bool], ...],
+    title: str,
+    stem: str,
+    out_dir: Path,
+) -> list[tuple[str, Path]]:
     """Per congestion control a panel, per value of `group` a group of bars, per scheme a bar: each metric
     (column, axis label, scale, log axis) a figure."""
     ccs = list(dict.fromkeys(s["cell_cc"]))
@@ -181,9 +214,15 @@ def fig13(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     switch queue per scheme."""
     s = summarise(sw.rows)
     names = {w: "with EPLB" if str(w).endswith("eplb") else "without EPLB" for w in s["workload"]}
-    return _grouped(s, "workload", names, (("cct_increase", CCT_LABEL, 100.0, False),
-                                           ("max_queue_pkts", "largest switch queue (packets)", 1.0, True)),
-                    "Fig. 13: MoE dispatch, without and with EPLB, per CCA", "fig13", out_dir)
+    return _grouped(
+        s,
+        "workload",
+        names,
+        (("cct_increase", CCT_LABEL, 100.0, False), ("max_queue_pkts", "largest switch queue (packets)", 1.0, True)),
+        "Fig. 13: MoE dispatch, without and with EPLB, per CCA",
+        "fig13",
+        out_dir,
+    )
 
 
 FSDP_MODELS = {119 * 4096: "8B", 418 * 4096: "70B", 1533 * 4096: "405B"}  # section 6.7's packets per flow and step
@@ -193,14 +232,23 @@ def fig14(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     """Per congestion control a panel, per model a group: the chained pass's CCT increase (log), the
     receivers' utilisation and the largest switch queue per scheme, as Fig. 14's panels."""
     s = summarise(sw.rows)
-    return _grouped(s, "size_bytes", FSDP_MODELS, (("cct_increase", CCT_LABEL, 100.0, True),
-                                                   ("utilisation", "utilisation (%)", 100.0, False),
-                                                   ("max_queue_pkts", "largest switch queue (packets)", 1.0, False)),
-                    "Fig. 14: FSDP2's backward pass per model and CCA", "fig14", out_dir)
+    return _grouped(
+        s,
+        "size_bytes",
+        FSDP_MODELS,
+        (
+            ("cct_increase", CCT_LABEL, 100.0, True),
+            ("utilisation", "utilisation (%)", 100.0, False),
+            ("max_queue_pkts", "largest switch queue (packets)", 1.0, False),
+        ),
+        "Fig. 14: FSDP2's backward pass per model and CCA",
+        "fig14",
+        out_dir,
+    )
 
 
 def _hosts(k: int, topology: str) -> int:
-    return k ** 3 // 4 if topology == "fattree" else k * k // 2
+    return k**3 // 4 if topology == "fattree" else k * k // 2
 
 
 def fig17(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
@@ -220,8 +268,9 @@ def fig17(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
         return []
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4.3))
-    ax.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", capsize=3,
-                label="DRB / Ofan")
+    ax.errorbar(
+        [p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", capsize=3, label="DRB / Ofan"
+    )
     ax.axhline(1.0, color="grey", linewidth=0.8)
     ax.set_xscale("log")
     ax.set_xlabel("hosts")
@@ -229,8 +278,12 @@ def fig17(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     ax.set_title("Fig. 17: scaling impact on queue sizes")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize="small")
-    return [("Fig. 17: ratio of DRB's largest switch queue to Ofan's against the number of hosts",
-             _save(fig, out_dir / "fig17-ratio.png"))]
+    return [
+        (
+            "Fig. 17: ratio of DRB's largest switch queue to Ofan's against the number of hosts",
+            _save(fig, out_dir / "fig17-ratio.png"),
+        )
+    ]
 
 
 def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
@@ -246,26 +299,49 @@ def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     for ax, k in zip(axes[0], ks, strict=False):
         d = rows[rows["k"] == k]
         means = [float(d[f"queue_{st}_avg_pkts"].mean()) for st in queue_model.STAGES]
-        sems = [float(d[f"queue_{st}_avg_pkts"].std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
-                for st in queue_model.STAGES]
+        sems = [
+            float(d[f"queue_{st}_avg_pkts"].std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
+            for st in queue_model.STAGES
+        ]
         ax.bar(range(5), means, yerr=sems, capsize=3, color="#4a7", label="measured")
         model = queue_model.layer_means(k)
         for i, st in enumerate(queue_model.STAGES):
-            ax.hlines(model[st], i - 0.45, i + 0.45, colors="k",
-                      linestyles=":" if st in queue_model.EXACT else "--",
-                      label=("model (paper's counts)" if st == "edge_agg" else
-                             "model (downlinks: testbed's)" if st == "core_agg" else None))
+            ax.hlines(
+                model[st],
+                i - 0.45,
+                i + 0.45,
+                colors="k",
+                linestyles=":" if st in queue_model.EXACT else "--",
+                label=(
+                    "model (paper's counts)"
+                    if st == "edge_agg"
+                    else "model (downlinks: testbed's)"
+                    if st == "core_agg"
+                    else None
+                ),
+            )
         ax.set_xticks(range(5), labels)
         ax.set_title(f"k={k}, {_hosts(k, 'fattree')} hosts")
         ax.set_ylabel("average queue (packets)")
         ax.grid(axis="y", alpha=0.3)
     axes[0][0].legend(fontsize="small")
-    return [("Fig. 18: Ofan's average queue per switch layer against the queue model (ND/D/1 per layer)",
-             _save(fig, out_dir / "fig18-layers.png"))]
+    return [
+        (
+            "Fig. 18: Ofan's average queue per switch layer against the queue model (ND/D/1 per layer)",
+            _save(fig, out_dir / "fig18-layers.png"),
+        )
+    ]
 
 
 DRAW: dict[str, Callable[[Sweep, Path], list[tuple[str, Path]]]] = {
-    "fig7": fig7, "fig8": fig8, "fig11": fig11, "fig13": fig13, "fig14": fig14, "fig17": fig17, "fig18": fig18}
+    "fig7": fig7,
+    "fig8": fig8,
+    "fig11": fig11,
+    "fig13": fig13,
+    "fig14": fig14,
+    "fig17": fig17,
+    "fig18": fig18,
+}
 
 
 def draw(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:

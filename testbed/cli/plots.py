@@ -23,8 +23,10 @@ def plot_queues(res: Any, out: Any, top: int = 4) -> str:
     m = res.manifest
     ax.set_xlabel("time since the first packet (ms)")
     ax.set_ylabel("queue (packets)")
-    ax.set_title(f"{m['params']['workload']} {m['params']['size_bytes']} B, load {m['params']['load']}, "
-                 f"{m['scheme']}, k={m['k']}")
+    ax.set_title(
+        f"{m['params']['workload']} {m['params']['size_bytes']} B, load {m['params']['load']}, "
+        f"{m['scheme']}, k={m['k']}"
+    )
     ax.legend(loc="upper right", fontsize="small")
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -18,9 +18,18 @@ from rich.table import Table
 from ..measure.sweep_stats import Sweep, growths, load, provenance, summarise, varying
 from .figures import figures, growth_rows
 
-KEY_LABELS = {"topology": "topology", "k": "k", "workload": "workload", "size_bytes": "size", "load": "load",
-              "cell_failure": "link failures", "cell_payload": "payload", "cell_cc": "congestion control",
-              "cell_mix": "mix", "cell_label": "scheme"}
+KEY_LABELS = {
+    "topology": "topology",
+    "k": "k",
+    "workload": "workload",
+    "size_bytes": "size",
+    "load": "load",
+    "cell_failure": "link failures",
+    "cell_payload": "payload",
+    "cell_cc": "congestion control",
+    "cell_mix": "mix",
+    "cell_label": "scheme",
+}
 
 
 def _size(v: Any) -> str:
@@ -46,14 +55,23 @@ def table_rows(sw: Sweep) -> tuple[list[str], list[list[str]]]:
     """The summary as text: one row per cell, the keys that vary and the scheme first."""
     summary = summarise(sw.rows)
     keys = [k for k in varying(sw.rows) if k != "cell_label"] + ["cell_label"]
-    head = [KEY_LABELS[k] for k in keys] + ["runs (valid, left out)", "CCT increase, mean +- SEM",
-                                            "largest switch queue (pkts)", "utilisation"]
+    head = [KEY_LABELS[k] for k in keys] + [
+        "runs (valid, left out)",
+        "CCT increase, mean +- SEM",
+        "largest switch queue (pkts)",
+        "utilisation",
+    ]
     body = []
     for _, r in summary.iterrows():
-        body.append([_fmt_key(k, r[k]) for k in keys] + [
-            f"{r['runs']} ({r['valid']}, {r['left_out']})", _pct(r["cct_increase_mean"], r["cct_increase_sem"], int(r["valid"])),
-            "-" if math.isnan(r["max_queue_pkts_mean"]) else f"{r['max_queue_pkts_mean']:.1f}",
-            "-" if math.isnan(r["utilisation_mean"]) else f"{100 * r['utilisation_mean']:.1f} %"])
+        body.append(
+            [_fmt_key(k, r[k]) for k in keys]
+            + [
+                f"{r['runs']} ({r['valid']}, {r['left_out']})",
+                _pct(r["cct_increase_mean"], r["cct_increase_sem"], int(r["valid"])),
+                "-" if math.isnan(r["max_queue_pkts_mean"]) else f"{r['max_queue_pkts_mean']:.1f}",
+                "-" if math.isnan(r["utilisation_mean"]) else f"{100 * r['utilisation_mean']:.1f} %",
+            ]
+        )
     return head, body
 
 
@@ -66,9 +84,17 @@ def no_growth(sw: Sweep) -> str:
 
 def growth_table(sw: Sweep) -> tuple[list[str], list[list[str]]]:
     head = ["scheme", "metric", "exponent", "95 % interval", "runs", "sizes"]
-    body = [[g["scheme"], g["metric"], f"{g['exponent']:.3f}",
-             "- (two runs)" if math.isnan(g["ci95_low"]) else f"[{g['ci95_low']:.3f}, {g['ci95_high']:.3f}]",
-             str(g["runs"]), str(g["sizes"])] for g in growth_rows(growths(sw.rows))]
+    body = [
+        [
+            g["scheme"],
+            g["metric"],
+            f"{g['exponent']:.3f}",
+            "- (two runs)" if math.isnan(g["ci95_low"]) else f"[{g['ci95_low']:.3f}, {g['ci95_high']:.3f}]",
+            str(g["runs"]),
+            str(g["sizes"]),
+        ]
+        for g in growth_rows(growths(sw.rows))
+    ]
     return head, body
 
 
@@ -95,8 +121,10 @@ def render(path: Path, console: Console, html: bool = True) -> Path | None:
     summarise(sw.rows).to_csv(Path(path) / "summary.csv", index=False)
     invalid = sw.rows[~sw.rows["fidelity_valid"].astype(bool)]
     if len(invalid):
-        console.print(f"[bold red]{len(invalid)} run(s) invalid[/] (left out of the means): "
-                      + "; ".join(f"{c}: {r}" for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False))[:2000])
+        console.print(
+            f"[bold red]{len(invalid)} run(s) invalid[/] (left out of the means): "
+            + "; ".join(f"{c}: {r}" for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False))[:2000]
+        )
     console.print(f"figures in {Path(path) / 'figures'} ({len(figs)})")
     if not html:
         return None
@@ -112,21 +140,31 @@ def _html_table(head: list[str], body: list[list[str]], cls: str) -> str:
     return f'<table class="{cls}"><thead><tr>{th}</tr></thead><tbody>{trs}</tbody></table>'
 
 
-def page(sw: Sweep, summary: tuple[list[str], list[list[str]]], growth: tuple[list[str], list[list[str]]],
-         figs: list[tuple[str, Path]], invalid: pd.DataFrame) -> str:
+def page(
+    sw: Sweep,
+    summary: tuple[list[str], list[list[str]]],
+    growth: tuple[list[str], list[list[str]]],
+    figs: list[tuple[str, Path]],
+    invalid: pd.DataFrame,
+) -> str:
     prov = provenance(sw)
     m = sw.matrix
     matrix_items = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in m.items())
-    prov_items = "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>"
-                         for k, v in prov.items() if k != "packages")
+    prov_items = "".join(
+        f"<li><b>{html.escape(k)}</b>: {html.escape(str(v))}</li>" for k, v in prov.items() if k != "packages"
+    )
     pkgs = ", ".join(f"{k} {v}" for k, v in (prov.get("packages") or {}).items())
     fig_html = ""
     for caption, p in figs:
         data = base64.b64encode(Path(p).read_bytes()).decode()
-        fig_html += (f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
-                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-    bad = "".join(f"<li>{html.escape(str(c))}: {html.escape(str(r))}</li>"
-                  for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False))
+        fig_html += (
+            f'<figure><img alt="{html.escape(caption)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>"
+        )
+    bad = "".join(
+        f"<li>{html.escape(str(c))}: {html.escape(str(r))}</li>"
+        for c, r in zip(invalid["cell"], invalid["fidelity_reasons"], strict=False)
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>testbed sweep: {html.escape(str(sw.path.name))}</title>
 <style>
@@ -154,8 +192,6 @@ counted.</p>
 """
 
 
-
-
 def render_figures(path: Path, panels: list[tuple[Any, str, Path]], console: Console) -> Path:
     """DIR/report.html of `testbed paper FIG` with several panels, or of `testbed paper all`: each figure's
     panels in order, each with its table and figures (each panel's own report is in its directory)."""
@@ -164,8 +200,9 @@ def render_figures(path: Path, panels: list[tuple[Any, str, Path]], console: Con
         if fig.name not in seen:
             seen.add(fig.name)
             diffs = "".join(f"<li>{html.escape(x)}</li>" for x in fig.differs)
-            sections += (f'<h2 id="{html.escape(fig.name)}">{html.escape(fig.reproduces)}</h2>'
-                         + (f"<p>Differs from the paper:</p><ul>{diffs}</ul>" if diffs else ""))
+            sections += f'<h2 id="{html.escape(fig.name)}">{html.escape(fig.reproduces)}</h2>' + (
+                f"<p>Differs from the paper:</p><ul>{diffs}</ul>" if diffs else ""
+            )
         caption = next((p.caption for p in fig.panels if p.name == panel), "")
         try:
             sw = load(d)
@@ -174,9 +211,12 @@ def render_figures(path: Path, panels: list[tuple[Any, str, Path]], console: Con
             continue
         head, body = table_rows(sw)
         figs = figures(sw, d / "figures")
-        imgs = "".join(f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
-                       f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
-                       f"</figure>" for c, p in figs)
+        imgs = "".join(
+            f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
+            f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
+            f"</figure>"
+            for c, p in figs
+        )
         sections += f"<h3>{html.escape(caption)}</h3>{_html_table(head, body, 'summary')}{imgs}"
     out = Path(path) / "report.html"
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -198,8 +238,13 @@ figcaption {{ font-style: italic; }}
     return out
 
 
-VERDICT_COLOURS = {"agrees": "#d7f5d7", "disagrees": "#f8d0d0", "not comparable": "#fff3c4", "pending": "#dde8fb",
-                   "no data": "#eee"}
+VERDICT_COLOURS = {
+    "agrees": "#d7f5d7",
+    "disagrees": "#f8d0d0",
+    "not comparable": "#fff3c4",
+    "pending": "#dde8fb",
+    "no data": "#eee",
+}
 
 
 def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -> Path:
@@ -211,13 +256,15 @@ def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -
     rows = []
     for r in results:
         colour = VERDICT_COLOURS.get(r["verdict"], "#fff")
-        rows.append(f'<tr><td>{html.escape(r["id"])}</td><td>{html.escape(r["section"])}</td>'
-                    f'<td class="l">{html.escape(r["statement"])}</td><td>{html.escape(r["paper"])}</td>'
-                    f'<td>{html.escape(format_value(r))}</td>'
-                    f'<td style="background:{colour}"><b>{html.escape(r["verdict"])}</b></td>'
-                    f'<td class="l">{html.escape(r["rule"])}</td>'
-                    f'<td class="l">{html.escape(r["detail"])}{"<br><i>" + html.escape(r["notes"]) + "</i>" if r["notes"] else ""}'
-                    f'</td></tr>')
+        rows.append(
+            f"<tr><td>{html.escape(r['id'])}</td><td>{html.escape(r['section'])}</td>"
+            f'<td class="l">{html.escape(r["statement"])}</td><td>{html.escape(r["paper"])}</td>'
+            f"<td>{html.escape(format_value(r))}</td>"
+            f'<td style="background:{colour}"><b>{html.escape(r["verdict"])}</b></td>'
+            f'<td class="l">{html.escape(r["rule"])}</td>'
+            f'<td class="l">{html.escape(r["detail"])}{"<br><i>" + html.escape(r["notes"]) + "</i>" if r["notes"] else ""}'
+            f"</td></tr>"
+        )
     sections = ""
     for name in dict.fromkeys(r["experiment"] for r in results if r["experiment"]):
         d = Path(path) / "experiments" / str(name)
@@ -228,11 +275,16 @@ def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -
             continue
         head, body = table_rows(sw)
         figs = figures(sw, d / "figures")
-        imgs = "".join(f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
-                       f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
-                       f"</figure>" for c, p in figs)
-        sections += (f"<h3>{html.escape(str(name))}: {html.escape(ex[str(name)].what if name in ex else '')}</h3>"
-                     f"{_html_table(head, body, 'summary')}{imgs}")
+        imgs = "".join(
+            f'<figure><img alt="{html.escape(c)}" src="data:image/png;base64,'
+            f'{base64.b64encode(Path(p).read_bytes()).decode()}"><figcaption>{html.escape(c)}</figcaption>'
+            f"</figure>"
+            for c, p in figs
+        )
+        sections += (
+            f"<h3>{html.escape(str(name))}: {html.escape(ex[str(name)].what if name in ex else '')}</h3>"
+            f"{_html_table(head, body, 'summary')}{imgs}"
+        )
     out = Path(path) / "report.html"
     out.write_text(f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>testbed: the paper's claims</title>

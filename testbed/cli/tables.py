@@ -24,11 +24,14 @@ def compare_table(results: list[dict[str, Any]], title: str = "") -> Table:
     row("lower bound (ms)", lambda r: f"{r['cct_lower_bound_s'] * 1e3:.2f}")
     row("CCT increase", lambda r: f"{100 * r['cct_increase']:.2f} %")
     for st in Stage:
-        row(f"queue {STAGE_SHORT[st.label]} avg / max (pkts)",
-            lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}")
-    row("overload E->A/A->C/C->A/A->E (%)",
-        lambda r: "/".join(f"{100 * r['overload'][s]:.0f}" for s in ("edge_agg", "agg_core", "core_agg",
-                                                                       "agg_edge")))
+        row(
+            f"queue {STAGE_SHORT[st.label]} avg / max (pkts)",
+            lambda r, s=st.label: f"{r['queues'][s]['avg_pkts']:.2f} / {r['queues'][s]['max_pkts']}",
+        )
+    row(
+        "overload E->A/A->C/C->A/A->E (%)",
+        lambda r: "/".join(f"{100 * r['overload'][s]:.0f}" for s in ("edge_agg", "agg_core", "core_agg", "agg_edge")),
+    )
     row("utilisation", lambda r: f"{100 * r['utilisation']:.1f} %")
     row("packets sent / received", lambda r: f"{r['packets_sent']} / {r['packets_received']}")
     if any(r.get("acks") for r in results):
@@ -61,20 +64,39 @@ def status_table(st: dict[str, Any]) -> Table:
 
 def summary_table(summary: Any, title: str) -> Table:
     t = Table(title=title)
-    for col, just in (("scheme", "left"), ("runs (valid)", "right"), ("CCT increase of valid runs, mean +- SEM", "right"),
-                      ("max switch queue (pkts)", "right"), ("drops", "right")):
+    for col, just in (
+        ("scheme", "left"),
+        ("runs (valid)", "right"),
+        ("CCT increase of valid runs, mean +- SEM", "right"),
+        ("max switch queue (pkts)", "right"),
+        ("drops", "right"),
+    ):
         t.add_column(col, justify=just)  # type: ignore[arg-type]
     for _, r in summary.iterrows():
-        mean = ("no valid run" if r["valid"] == 0 else
-                f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %")
+        mean = (
+            "no valid run"
+            if r["valid"] == 0
+            else f"{100 * r['cct_increase_mean']:.2f} +- {100 * r['cct_increase_sem']:.2f} %"
+        )
         none = r["valid"] == 0
-        t.add_row(str(r["scheme"]), f"{r['runs']} ({r['valid']})", mean,
-                  "-" if none else str(int(r["max_queue_pkts"])), "-" if none else str(int(r["drops"])))
+        t.add_row(
+            str(r["scheme"]),
+            f"{r['runs']} ({r['valid']})",
+            mean,
+            "-" if none else str(int(r["max_queue_pkts"])),
+            "-" if none else str(int(r["drops"])),
+        )
     return t
 
 
-STAGE_SHORT = {"host_edge": "H->E", "edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E",
-               "edge_host": "E->H"}
+STAGE_SHORT = {
+    "host_edge": "H->E",
+    "edge_agg": "E->A",
+    "agg_core": "A->C",
+    "core_agg": "C->A",
+    "agg_edge": "A->E",
+    "edge_host": "E->H",
+}
 
 
 def ideal_table(rows: list[dict[str, Any]], title: str) -> Table:
@@ -93,13 +115,21 @@ def ideal_table(rows: list[dict[str, Any]], title: str) -> Table:
         return out
 
     for r in rows:
-        t.add_row(r["scheme"], str(r["seed"]), *cols(r["cct_increase"], r.get("shifted_cct_increase")),
-                  *(str(r["max_queue"][s]) for s in STAGE_SHORT))
+        t.add_row(
+            r["scheme"],
+            str(r["seed"]),
+            *cols(r["cct_increase"], r.get("shifted_cct_increase")),
+            *(str(r["max_queue"][s]) for s in STAGE_SHORT),
+        )
     for scheme in dict.fromkeys(r["scheme"] for r in rows):
         mine = [r for r in rows if r["scheme"] == scheme]
         if len(mine) > 1:
             mean = sum(r["cct_increase"] for r in mine) / len(mine)
             sh = sum(r["shifted_cct_increase"] for r in mine) / len(mine) if shifted else None
-            t.add_row(f"[bold]{scheme}[/]", "mean", *cols(mean, sh),
-                      *(str(max(r["max_queue"][s] for r in mine)) for s in STAGE_SHORT))
+            t.add_row(
+                f"[bold]{scheme}[/]",
+                "mean",
+                *cols(mean, sh),
+                *(str(max(r["max_queue"][s] for r in mine)) for s in STAGE_SHORT),
+            )
     return t

@@ -74,8 +74,7 @@ class Dims:
 
     @classmethod
     def of(cls, tree: FatTree, max_tries: int = 4) -> Dims:
-        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges,
-                   max_tries)
+        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges, max_tries)
 
     @property
     def n_keys(self) -> int:
@@ -98,20 +97,40 @@ class Dims:
         per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port
         state, flooded views, CONGA's tables and REPS's delay lines (the structs' sizes from their mirrors)."""
         per_flow = ct.sizeof(FlowRx) + ct.sizeof(AckRx) + ct.sizeof(RepsState) + 8 * decisions.N_CLASSES
-        return (8 * self.n_switches * self.k * self.n_ptr + 8 * ncpu * self.n_switches * self.n_ptr
-                + 4 * self.n_switches * self.n_keys + per_flow * self.n_flows
-                + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
-                + 8 * self.n_switches * self.n_hosts + 8 * self.n_edges * self.n_edges + 8 * N_SEEN
-                + ACK_EVENT_BYTES + 36 * self.n_switches * self.n_keys
-                + (ct.sizeof(CongaFb) + ct.sizeof(CongaEntry)) * self.w * self.n_edges * self.n_edges
-                + 8 * self.n_edges * self.n_edges
-                + (ct.sizeof(RepsPending) * REPS_DELAY_SLOTS + ct.sizeof(RepsCursor)) * PATH_CLASSES * self.n_hosts)
+        return (
+            8 * self.n_switches * self.k * self.n_ptr
+            + 8 * ncpu * self.n_switches * self.n_ptr
+            + 4 * self.n_switches * self.n_keys
+            + per_flow * self.n_flows
+            + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
+            + 8 * self.n_switches * self.n_hosts
+            + 8 * self.n_edges * self.n_edges
+            + 8 * N_SEEN
+            + ACK_EVENT_BYTES
+            + 36 * self.n_switches * self.n_keys
+            + (ct.sizeof(CongaFb) + ct.sizeof(CongaEntry)) * self.w * self.n_edges * self.n_edges
+            + 8 * self.n_edges * self.n_edges
+            + (ct.sizeof(RepsPending) * REPS_DELAY_SLOTS + ct.sizeof(RepsCursor)) * PATH_CLASSES * self.n_hosts
+        )
 
     def cflags(self, test_run: bool = False) -> list[str]:
-        return (["-DTB_TEST_RUN"] if test_run else []) + [f"-DN_IFINDEX={self.n_ifindex}", f"-DN_SWITCHES={self.n_switches}", f"-DN_HOSTS={self.n_hosts}",
-                f"-DW={self.w}", f"-DK={self.k}", f"-DN_EDGES={self.n_edges}", f"-DN_PTR={self.n_ptr}", f"-DN_KEYS={self.n_keys}",
-                f"-DB_BITS={decisions.b_bits(self.w)}", f"-DN_FLOWS={self.n_flows}", f"-DN_SEEN={N_SEEN}"] + (
-                    [f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != 4 else [])
+        return (
+            (["-DTB_TEST_RUN"] if test_run else [])
+            + [
+                f"-DN_IFINDEX={self.n_ifindex}",
+                f"-DN_SWITCHES={self.n_switches}",
+                f"-DN_HOSTS={self.n_hosts}",
+                f"-DW={self.w}",
+                f"-DK={self.k}",
+                f"-DN_EDGES={self.n_edges}",
+                f"-DN_PTR={self.n_ptr}",
+                f"-DN_KEYS={self.n_keys}",
+                f"-DB_BITS={decisions.b_bits(self.w)}",
+                f"-DN_FLOWS={self.n_flows}",
+                f"-DN_SEEN={N_SEEN}",
+            ]
+            + ([f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != 4 else [])
+        )
 
 
 def source() -> str:
@@ -152,8 +171,10 @@ def check_mirrors(bpf: Any) -> None:
             theirs = BPF._decode_table_type(json.loads(desc(bpf.module, name.encode()).decode()))
             bad += mirror_mismatches(f"map {name}'s {kind}", ours, theirs)
     if bad:
-        raise LayoutError(f"ebpf/include/shared.h and testbed/dataplane/maps.py disagree: {'; '.join(bad[:3])}"
-                          + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""))
+        raise LayoutError(
+            f"ebpf/include/shared.h and testbed/dataplane/maps.py disagree: {'; '.join(bad[:3])}"
+            + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else "")
+        )
 
 
 def ensure_bpffs() -> None:

@@ -36,35 +36,103 @@ u32, u64 = ct.c_uint32, ct.c_uint64
 
 
 class PortInfo(ct.Structure):
-    _fields_ = [("node", u32), ("level", u32), ("peer_ifindex", u32), ("stage", u32),
-                ("to_host", u32), ("local", u32), ("mac", ct.c_uint8 * 8)]
+    _fields_ = [
+        ("node", u32),
+        ("level", u32),
+        ("peer_ifindex", u32),
+        ("stage", u32),
+        ("to_host", u32),
+        ("local", u32),
+        ("mac", ct.c_uint8 * 8),
+    ]
 
 
 class SwitchCfg(ct.Structure):
-    _fields_ = [("level", u32), ("pod", u32), ("index", u32), ("edge_global", u32),
-                ("scheme", u32), ("seed", u32), ("pipe_size", u32), ("top", u32)]
+    _fields_ = [
+        ("level", u32),
+        ("pod", u32),
+        ("index", u32),
+        ("edge_global", u32),
+        ("scheme", u32),
+        ("seed", u32),
+        ("pipe_size", u32),
+        ("top", u32),
+    ]
 
 
 class DstInfo(ct.Structure):
-    _fields_ = [("host", u32), ("pod", u32), ("edge", u32), ("edge_global", u32),
-                ("slot", u32), ("pad", u32), ("mac", ct.c_uint8 * 8)]
+    _fields_ = [
+        ("host", u32),
+        ("pod", u32),
+        ("edge", u32),
+        ("edge_global", u32),
+        ("slot", u32),
+        ("pad", u32),
+        ("mac", ct.c_uint8 * 8),
+    ]
 
 
 class PortQ(ct.Structure):
-    _fields_ = [(n, u64) for n in (
-        "pkts", "bytes", "max_pkts", "max_bytes", "area_pkts", "area_bytes", "tx_pkts", "tx_bytes",
-        "rx_pkts", "rx_bytes", "first_rx_ns", "last_rx_ns", "first_tx_ns", "last_tx_ns", "busy_ns", "busy_since",
-        "busy_periods", "max_giveups", "nic_last_ns", "nic_work_ns", "nic_work_max_ns", "nic_last_data_ns", "nic_gap_max_ns",
-        "nic_b2b", "ecn_marked", "nic_data_bytes", "buf_drops", "buf_ack_drops", "nic_dry", "nic_dry_gap_max_ns",
-        "nic_data_pkts", "nic_held_gap_max_ns")]
+    _fields_ = [
+        (n, u64)
+        for n in (
+            "pkts",
+            "bytes",
+            "max_pkts",
+            "max_bytes",
+            "area_pkts",
+            "area_bytes",
+            "tx_pkts",
+            "tx_bytes",
+            "rx_pkts",
+            "rx_bytes",
+            "first_rx_ns",
+            "last_rx_ns",
+            "first_tx_ns",
+            "last_tx_ns",
+            "busy_ns",
+            "busy_since",
+            "busy_periods",
+            "max_giveups",
+            "nic_last_ns",
+            "nic_work_ns",
+            "nic_work_max_ns",
+            "nic_last_data_ns",
+            "nic_gap_max_ns",
+            "nic_b2b",
+            "ecn_marked",
+            "nic_data_bytes",
+            "buf_drops",
+            "buf_ack_drops",
+            "nic_dry",
+            "nic_dry_gap_max_ns",
+            "nic_data_pkts",
+            "nic_held_gap_max_ns",
+        )
+    ]
 
 
 PORTQ_DTYPE = np.dtype([(f[0], "<u8") for f in PortQ._fields_])  # PortQ as numpy sees it: every field a u64
 
 
 class FlowRx(ct.Structure):
-    _fields_ = [(n, u64) for n in ("pkts", "bytes", "first_ns", "last_ns", "max_psn", "ooo", "max_disp", "ce",
-                                   "uniq", "dups", "seen_base", "seen_words")]
+    _fields_ = [
+        (n, u64)
+        for n in (
+            "pkts",
+            "bytes",
+            "first_ns",
+            "last_ns",
+            "max_psn",
+            "ooo",
+            "max_disp",
+            "ce",
+            "uniq",
+            "dups",
+            "seen_base",
+            "seen_words",
+        )
+    ]
 
 
 class AckRx(ct.Structure):
@@ -78,8 +146,13 @@ CONGA_FB_SLOTS = 4
 
 
 class RepsState(ct.Structure):
-    _fields_ = [("ctl", u64), ("ev", ct.c_uint16 * REPS_SLOTS), ("frozen_until", u64), ("frozen_pos", u64),
-                ("explore", u64)]
+    _fields_ = [
+        ("ctl", u64),
+        ("ev", ct.c_uint16 * REPS_SLOTS),
+        ("frozen_until", u64),
+        ("frozen_pos", u64),
+        ("explore", u64),
+    ]
 
 
 class RepsPending(ct.Structure):
@@ -94,18 +167,40 @@ ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
 
 
 class RunCfg(ct.Structure):
-    _fields_ = [("acks", u32), ("nic_ps_per_byte", u32), ("host_lb", u32), ("ecn_unit", u32),
-                ("ecn_thresh", u64), ("cc", u32), ("wire_overhead", u32), ("buffer_bytes", u64), ("prop_ns", u64)]
+    _fields_ = [
+        ("acks", u32),
+        ("nic_ps_per_byte", u32),
+        ("host_lb", u32),
+        ("ecn_unit", u32),
+        ("ecn_thresh", u64),
+        ("cc", u32),
+        ("wire_overhead", u32),
+        ("buffer_bytes", u64),
+        ("prop_ns", u64),
+    ]
 
 
 LB_DECAY_STEPS = 64
 
 
 class LbCfg(ct.Structure):
-    _fields_ = [("active", u32), ("ewma_shift", u32), ("load_weight", u32), ("conga_age", u32),
-                ("edges_per_pod", u32), ("drill", u32), ("sample_ns", u64), ("flood_ns", u64), ("dre_ns", u64),
-                ("load_lo", u64), ("load_hi", u64), ("queue_lo", u64), ("queue_hi", u64), ("conga_ctau", u64),
-                ("decay", u32 * LB_DECAY_STEPS)]
+    _fields_ = [
+        ("active", u32),
+        ("ewma_shift", u32),
+        ("load_weight", u32),
+        ("conga_age", u32),
+        ("edges_per_pod", u32),
+        ("drill", u32),
+        ("sample_ns", u64),
+        ("flood_ns", u64),
+        ("dre_ns", u64),
+        ("load_lo", u64),
+        ("load_hi", u64),
+        ("queue_lo", u64),
+        ("queue_hi", u64),
+        ("conga_ctau", u64),
+        ("decay", u32 * LB_DECAY_STEPS),
+    ]
 
 
 class LbPort(ct.Structure):
@@ -124,18 +219,56 @@ class CongaFb(ct.Structure):
     _fields_ = [("slot", CongaSlot * CONGA_FB_SLOTS), ("head", u64)]
 
 
-HLB_RECYCLED, HLB_FRESH, HLB_LABELLED, HLB_GIVEUP, HLB_FIRST_RTT, HLB_DELAY_LOST, HLB_FROZEN, HLB_FREEZES, \
-    HLB_EXPLORE = range(9)  # host_lb_cnt[host * HOST_LB_COUNTERS + i]
+(
+    HLB_RECYCLED,
+    HLB_FRESH,
+    HLB_LABELLED,
+    HLB_GIVEUP,
+    HLB_FIRST_RTT,
+    HLB_DELAY_LOST,
+    HLB_FROZEN,
+    HLB_FREEZES,
+    HLB_EXPLORE,
+) = range(9)  # host_lb_cnt[host * HOST_LB_COUNTERS + i]
 HOST_LB_COUNTERS = 9
-HOST_LB_COUNTER_NAMES = ("recycled", "fresh", "labelled", "giveups", "fresh_first_rtt", "delay_lost", "frozen",
-                         "freezes", "explore")
+HOST_LB_COUNTER_NAMES = (
+    "recycled",
+    "fresh",
+    "labelled",
+    "giveups",
+    "fresh_first_rtt",
+    "delay_lost",
+    "frozen",
+    "freezes",
+    "explore",
+)
 
-CNT_NO_ROUTE, CNT_NOT_IPV4, CNT_REDIRECT_ERR, CNT_BAD_PORT, CNT_ACK_ERR, CNT_UNREACHABLE, CNT_BAD_FLOW, \
-    CNT_LABEL_INVALID, CNT_LB_SAMPLES, CNT_LB_FLOODS, CNT_LB_DECAYS = range(11)
-COUNTER_NAMES = {CNT_NO_ROUTE: "no_route", CNT_NOT_IPV4: "not_ipv4", CNT_REDIRECT_ERR: "redirect_error",
-                 CNT_BAD_PORT: "bad_port", CNT_ACK_ERR: "ack_error", CNT_UNREACHABLE: "unreachable",
-                 CNT_BAD_FLOW: "unknown_flow", CNT_LABEL_INVALID: "label_invalid", CNT_LB_SAMPLES: "lb_samples",
-                 CNT_LB_FLOODS: "lb_floods", CNT_LB_DECAYS: "lb_decays"}
+(
+    CNT_NO_ROUTE,
+    CNT_NOT_IPV4,
+    CNT_REDIRECT_ERR,
+    CNT_BAD_PORT,
+    CNT_ACK_ERR,
+    CNT_UNREACHABLE,
+    CNT_BAD_FLOW,
+    CNT_LABEL_INVALID,
+    CNT_LB_SAMPLES,
+    CNT_LB_FLOODS,
+    CNT_LB_DECAYS,
+) = range(11)
+COUNTER_NAMES = {
+    CNT_NO_ROUTE: "no_route",
+    CNT_NOT_IPV4: "not_ipv4",
+    CNT_REDIRECT_ERR: "redirect_error",
+    CNT_BAD_PORT: "bad_port",
+    CNT_ACK_ERR: "ack_error",
+    CNT_UNREACHABLE: "unreachable",
+    CNT_BAD_FLOW: "unknown_flow",
+    CNT_LABEL_INVALID: "label_invalid",
+    CNT_LB_SAMPLES: "lb_samples",
+    CNT_LB_FLOODS: "lb_floods",
+    CNT_LB_DECAYS: "lb_decays",
+}
 # Counters of events that lose no packet: a label ECMP replaced, the sampled schemes' timer runs
 NOT_DROPS = frozenset({"label_invalid", "lb_samples", "lb_floods", "lb_decays"})
 RX_DATA, RX_ACKS = 0, 1  # rx_total
@@ -185,8 +318,6 @@ N_SEEN = 1 << 20  # rx_seen words: one bit per data packet of a transport run (6
 ACK_EVENT_BYTES = 256 * 4096  # ack_events (shared.h ACK_EVENT_PAGES)
 
 
-
-
 class LayoutError(RuntimeError):
     """A Python mirror of a shared struct differs from the compiled program's own layout."""
 
@@ -206,9 +337,16 @@ def mirror_mismatches(what: str, ours: type[Any], theirs: type[Any]) -> list[str
     adds count only through the size)."""
     size, fields = _layout(ours)
     csize, cfields = _layout(theirs)
-    out = [f"{what}: {name} at offset {off} ({n} B) in the mirror, "
-           + (f"at {cfields[name][0]} ({cfields[name][1]} B) in the program" if name in cfields else "absent from the program")
-           for name, (off, n) in fields.items() if cfields.get(name) != (off, n)]
+    out = [
+        f"{what}: {name} at offset {off} ({n} B) in the mirror, "
+        + (
+            f"at {cfields[name][0]} ({cfields[name][1]} B) in the program"
+            if name in cfields
+            else "absent from the program"
+        )
+        for name, (off, n) in fields.items()
+        if cfields.get(name) != (off, n)
+    ]
     if size != csize:
         out.append(f"{what}: {size} bytes in the mirror, {csize} in the program")
     return out
@@ -293,8 +431,12 @@ class MapHandle(Generic[K, V]):
             return
         keys = np.arange(n, dtype=np.uint32)
         count = u32(n)
-        if self._lib.bpf_update_batch(self.fd, ct.c_void_p(keys.ctypes.data), ct.c_void_p(vals.ctypes.data),
-                                      ct.byref(count)) != 0:
+        if (
+            self._lib.bpf_update_batch(
+                self.fd, ct.c_void_p(keys.ctypes.data), ct.c_void_p(vals.ctypes.data), ct.byref(count)
+            )
+            != 0
+        ):
             raise OSError(ct.get_errno(), "map batch update")
 
     def zero(self, n: int) -> None:
@@ -329,8 +471,9 @@ class MapHandle(Generic[K, V]):
         vals = (self.value_type * n)()  # type: ignore[operator]
         out_batch = u32(0)
         count = u32(n)
-        rc = self._lib.bpf_lookup_batch(self.fd, None, ct.byref(out_batch), ct.byref(keys), ct.byref(vals),
-                                        ct.byref(count))
+        rc = self._lib.bpf_lookup_batch(
+            self.fd, None, ct.byref(out_batch), ct.byref(keys), ct.byref(vals), ct.byref(count)
+        )
         if rc != 0 and ct.get_errno() != 2:  # ENOENT: the whole array fitted in this batch
             raise OSError(ct.get_errno(), "map batch lookup")
         return vals
@@ -480,21 +623,63 @@ def unpin(prefix: str) -> bool:
 class SkBuff(ct.Structure):
     """struct __sk_buff up to hwtstamp: the context of a SCHED_CLS test run."""
 
-    _fields_ = [("len", u32), ("pkt_type", u32), ("mark", u32), ("queue_mapping", u32), ("protocol", u32),
-                ("vlan_present", u32), ("vlan_tci", u32), ("vlan_proto", u32), ("priority", u32),
-                ("ingress_ifindex", u32), ("ifindex", u32), ("tc_index", u32), ("cb", u32 * 5), ("hash", u32),
-                ("tc_classid", u32), ("data", u32), ("data_end", u32), ("napi_id", u32), ("family", u32),
-                ("remote_ip4", u32), ("local_ip4", u32), ("remote_ip6", u32 * 4), ("local_ip6", u32 * 4),
-                ("remote_port", u32), ("local_port", u32), ("data_meta", u32), ("flow_keys", u64),
-                ("tstamp", u64), ("wire_len", u32), ("gso_segs", u32), ("sk", u64), ("gso_size", u32),
-                ("tstamp_type", ct.c_uint8), ("pad", ct.c_uint8 * 3), ("hwtstamp", u64)]
+    _fields_ = [
+        ("len", u32),
+        ("pkt_type", u32),
+        ("mark", u32),
+        ("queue_mapping", u32),
+        ("protocol", u32),
+        ("vlan_present", u32),
+        ("vlan_tci", u32),
+        ("vlan_proto", u32),
+        ("priority", u32),
+        ("ingress_ifindex", u32),
+        ("ifindex", u32),
+        ("tc_index", u32),
+        ("cb", u32 * 5),
+        ("hash", u32),
+        ("tc_classid", u32),
+        ("data", u32),
+        ("data_end", u32),
+        ("napi_id", u32),
+        ("family", u32),
+        ("remote_ip4", u32),
+        ("local_ip4", u32),
+        ("remote_ip6", u32 * 4),
+        ("local_ip6", u32 * 4),
+        ("remote_port", u32),
+        ("local_port", u32),
+        ("data_meta", u32),
+        ("flow_keys", u64),
+        ("tstamp", u64),
+        ("wire_len", u32),
+        ("gso_segs", u32),
+        ("sk", u64),
+        ("gso_size", u32),
+        ("tstamp_type", ct.c_uint8),
+        ("pad", ct.c_uint8 * 3),
+        ("hwtstamp", u64),
+    ]
 
 
 class _TestRunOpts(ct.Structure):
-    _fields_ = [("sz", ct.c_size_t), ("data_in", ct.c_void_p), ("data_out", ct.c_void_p),
-                ("data_size_in", u32), ("data_size_out", u32), ("ctx_in", ct.c_void_p), ("ctx_out", ct.c_void_p),
-                ("ctx_size_in", u32), ("ctx_size_out", u32), ("retval", u32), ("repeat", ct.c_int),
-                ("duration", u32), ("flags", u32), ("cpu", ct.c_int), ("batch_size", u32)]
+    _fields_ = [
+        ("sz", ct.c_size_t),
+        ("data_in", ct.c_void_p),
+        ("data_out", ct.c_void_p),
+        ("data_size_in", u32),
+        ("data_size_out", u32),
+        ("ctx_in", ct.c_void_p),
+        ("ctx_out", ct.c_void_p),
+        ("ctx_size_in", u32),
+        ("ctx_size_out", u32),
+        ("retval", u32),
+        ("repeat", ct.c_int),
+        ("duration", u32),
+        ("flags", u32),
+        ("cpu", ct.c_int),
+        ("batch_size", u32),
+    ]
 
 
 @functools.cache
@@ -529,12 +714,18 @@ def _test_run(prog_fd: int, packet: bytes, ctx: SkBuff, repeat: int) -> tuple[in
     size_out = len(packet) + 256
     data_out = ct.create_string_buffer(size_out)
     out = SkBuff()
-    opts = _TestRunOpts(sz=ct.sizeof(_TestRunOpts), data_in=ct.cast(data, ct.c_void_p), data_size_in=len(packet),
-                        data_out=ct.cast(data_out, ct.c_void_p), data_size_out=size_out,
-                        ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p), ctx_size_in=ct.sizeof(ctx),
-                        ctx_out=ct.cast(ct.pointer(out), ct.c_void_p), ctx_size_out=ct.sizeof(out), repeat=repeat)
+    opts = _TestRunOpts(
+        sz=ct.sizeof(_TestRunOpts),
+        data_in=ct.cast(data, ct.c_void_p),
+        data_size_in=len(packet),
+        data_out=ct.cast(data_out, ct.c_void_p),
+        data_size_out=size_out,
+        ctx_in=ct.cast(ct.pointer(ctx), ct.c_void_p),
+        ctx_size_in=ct.sizeof(ctx),
+        ctx_out=ct.cast(ct.pointer(out), ct.c_void_p),
+        ctx_size_out=ct.sizeof(out),
+        repeat=repeat,
+    )
     if libbpf.bpf_prog_test_run_opts(prog_fd, ct.byref(opts)) != 0:
         raise OSError(ct.get_errno(), "BPF_PROG_TEST_RUN")
-    return int(opts.retval), out, data_out.raw[:opts.data_size_out], float(opts.duration)
-
-
+    return int(opts.retval), out, data_out.raw[: opts.data_size_out], float(opts.duration)

@@ -128,9 +128,16 @@ def link_maps(spec: ProgramSpec, fds: dict[str, int]) -> bytes:
 
 
 class _MapInfo(ct.Structure):  # the head of struct bpf_map_info (uapi/linux/bpf.h)
-    _fields_ = [("type", ct.c_uint32), ("id", ct.c_uint32), ("key_size", ct.c_uint32),
-                ("value_size", ct.c_uint32), ("max_entries", ct.c_uint32), ("map_flags", ct.c_uint32),
-                ("name", ct.c_char * 16), ("rest", ct.c_uint8 * 256)]
+    _fields_ = [
+        ("type", ct.c_uint32),
+        ("id", ct.c_uint32),
+        ("key_size", ct.c_uint32),
+        ("value_size", ct.c_uint32),
+        ("max_entries", ct.c_uint32),
+        ("map_flags", ct.c_uint32),
+        ("name", ct.c_char * 16),
+        ("rest", ct.c_uint8 * 256),
+    ]
 
 
 @functools.cache
@@ -148,8 +155,17 @@ def _lib() -> Any:
     lib.bcc_create_map.restype = ct.c_int
     lib.bcc_create_map.argtypes = [ct.c_int, ct.c_char_p, ct.c_int, ct.c_int, ct.c_int, ct.c_int]
     lib.bcc_prog_load.restype = ct.c_int
-    lib.bcc_prog_load.argtypes = [ct.c_int, ct.c_char_p, ct.c_void_p, ct.c_int, ct.c_char_p, ct.c_uint,
-                                  ct.c_int, ct.c_char_p, ct.c_uint]
+    lib.bcc_prog_load.argtypes = [
+        ct.c_int,
+        ct.c_char_p,
+        ct.c_void_p,
+        ct.c_int,
+        ct.c_char_p,
+        ct.c_uint,
+        ct.c_int,
+        ct.c_char_p,
+        ct.c_uint,
+    ]
     return lib
 
 
@@ -165,8 +181,10 @@ def map_spec(name: str, fd: int) -> MapSpec:
 def module_maps(module: int) -> dict[str, int]:
     """Every map of a bcc module (`BPF.module`), by name: its fd."""
     lib = _lib()
-    return {lib.bpf_table_name(module, i).decode(): lib.bpf_table_fd_id(module, i)
-            for i in range(lib.bpf_num_tables(module))}
+    return {
+        lib.bpf_table_name(module, i).decode(): lib.bpf_table_fd_id(module, i)
+        for i in range(lib.bpf_num_tables(module))
+    }
 
 
 @dataclass(frozen=True)
@@ -204,16 +222,16 @@ class Snapshot:
         prog_fds: dict[str, int] = {}
         try:
             for m in self.maps:
-                fd = lib.bcc_create_map(m.type, m.name.encode()[:15], m.key_size, m.value_size, m.max_entries,
-                                        m.flags)
+                fd = lib.bcc_create_map(m.type, m.name.encode()[:15], m.key_size, m.value_size, m.max_entries, m.flags)
                 if fd < 0:
                     raise OSError(ct.get_errno(), f"creating map {m.name}")
                 map_fds[m.name] = fd
             for p in self.programs:
                 insns = link_maps(p, map_fds)
                 buf = ct.create_string_buffer(insns, len(insns))
-                fd = lib.bcc_prog_load(prog_type, p.name.encode()[:15], buf, len(insns), self.license.encode(), 0,
-                                       0, None, 0)
+                fd = lib.bcc_prog_load(
+                    prog_type, p.name.encode()[:15], buf, len(insns), self.license.encode(), 0, 0, None, 0
+                )
                 if fd < 0:
                     raise OSError(ct.get_errno(), f"loading program {p.name}")
                 prog_fds[p.name] = fd
@@ -224,19 +242,37 @@ class Snapshot:
         return map_fds, prog_fds
 
     def to_json(self) -> str:
-        return json.dumps({"format": FORMAT, "license": self.license,
-                           "maps": [m.__dict__ for m in self.maps],
-                           "programs": [{"name": p.name, "insns": base64.b64encode(p.insns).decode(),
-                                         "relocations": [list(r) for r in p.relocations]} for p in self.programs]})
+        return json.dumps(
+            {
+                "format": FORMAT,
+                "license": self.license,
+                "maps": [m.__dict__ for m in self.maps],
+                "programs": [
+                    {
+                        "name": p.name,
+                        "insns": base64.b64encode(p.insns).decode(),
+                        "relocations": [list(r) for r in p.relocations],
+                    }
+                    for p in self.programs
+                ],
+            }
+        )
 
     @classmethod
     def from_json(cls, text: str) -> Snapshot:
         d = json.loads(text)
         if d.get("format") != FORMAT:
             raise ValueError("another format")
-        return cls(d["license"], tuple(MapSpec(**m) for m in d["maps"]),
-                   tuple(ProgramSpec(p["name"], base64.b64decode(p["insns"]),
-                                     tuple((int(i), str(n)) for i, n in p["relocations"])) for p in d["programs"]))
+        return cls(
+            d["license"],
+            tuple(MapSpec(**m) for m in d["maps"]),
+            tuple(
+                ProgramSpec(
+                    p["name"], base64.b64decode(p["insns"]), tuple((int(i), str(n)) for i, n in p["relocations"])
+                )
+                for p in d["programs"]
+            ),
+        )
 
 
 def lookup(entry: str) -> Snapshot | None:
@@ -268,8 +304,9 @@ def store(entry: str, snap: Snapshot) -> None:
             old.unlink(missing_ok=True)
 
 
-def load(text: str, cflags: list[str], bcc_version: str | None,
-         prog_type: int = SCHED_CLS) -> tuple[str, tuple[dict[str, int], dict[str, int]] | None]:
+def load(
+    text: str, cflags: list[str], bcc_version: str | None, prog_type: int = SCHED_CLS
+) -> tuple[str, tuple[dict[str, int], dict[str, int]] | None]:
     """This source's entry key, and its (map fds, program fds) loaded from the
     cache; None on a miss, or for an entry this kernel refuses or that does
     not fit together (the caller then compiles and `remember`s)."""

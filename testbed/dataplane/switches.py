@@ -34,26 +34,57 @@ def program(maps: Maps, tree: FatTree) -> None:
     for p in tree.ports:
         node = tree.by_name[p.node]
         peer = tree.by_name[p.peer]
-        maps.port_info.set(p.ifindex, PortInfo(node=node.nid, level=int(node.level), peer_ifindex=p.peer_ifindex,
-                                               stage=int(p.stage), to_host=int(peer.is_host),
-                                               local=tree.local_index(p), mac=_mac8(p.mac)))
+        maps.port_info.set(
+            p.ifindex,
+            PortInfo(
+                node=node.nid,
+                level=int(node.level),
+                peer_ifindex=p.peer_ifindex,
+                stage=int(p.stage),
+                to_host=int(peer.is_host),
+                local=tree.local_index(p),
+                mac=_mac8(p.mac),
+            ),
+        )
     for sw in tree.switches:
-        maps.switch_cfg.set(sw.nid, SwitchCfg(level=int(sw.level), pod=max(sw.pod, 0), index=sw.index,
-                                              edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
-                                              scheme=int(Scheme.ECMP), seed=0,
-                                              top=int(not tree.uplinks(sw.name))))
+        maps.switch_cfg.set(
+            sw.nid,
+            SwitchCfg(
+                level=int(sw.level),
+                pod=max(sw.pod, 0),
+                index=sw.index,
+                edge_global=tree.edge_global(sw) if sw.level is Level.EDGE else 0,
+                scheme=int(Scheme.ECMP),
+                seed=0,
+                top=int(not tree.uplinks(sw.name)),
+            ),
+        )
         for slot, p in enumerate(tree.downlinks(sw.name)):
             maps.downlinks.set(sw.nid * tree.k + slot, p.ifindex)
         if sw.level is not Level.CORE:
             for slot, p in enumerate(tree.uplinks(sw.name)):
                 maps.uplinks.set(sw.nid * tree.w + slot, p.ifindex)
-    maps.sw_ports.set_many([(tree.by_name[p.node].nid * tree.switch_ports + tree.local_index(p), p.ifindex)
-                            for p in tree.ports if not tree.by_name[p.node].is_host])
+    maps.sw_ports.set_many(
+        [
+            (tree.by_name[p.node].nid * tree.switch_ports + tree.local_index(p), p.ifindex)
+            for p in tree.ports
+            if not tree.by_name[p.node].is_host
+        ]
+    )
     for h in tree.hosts:
         edge = tree.by_name[tree.edge_of(h.name)]
         key = int.from_bytes(tree.host_ip(h).packed, "little")
-        maps.dst_info.set(key, DstInfo(host=h.nid, pod=h.pod, edge=edge.index, edge_global=tree.edge_global(edge),
-                                       slot=h.index, mac=_mac8(tree.host_port(h.name).mac)))
+        maps.dst_info.set(
+            key,
+            DstInfo(
+                host=h.nid,
+                pod=h.pod,
+                edge=edge.index,
+                edge_global=tree.edge_global(edge),
+                slot=h.index,
+                mac=_mac8(tree.host_port(h.name).mac),
+            ),
+        )
     for i, v in enumerate(decisions.choose_basis(tree.w)):
         maps.ofan_basis.set(i, v)
     set_ar_thresholds(maps, decisions.ar_thresholds())
@@ -202,8 +233,9 @@ def current_schemes(maps: Maps, tree: FatTree) -> dict[str, schemes.SchemeConfig
     return out
 
 
-def set_scheme(maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None,
-               pipe_size: int = 4) -> None:
+def set_scheme(
+    maps: Maps, tree: FatTree, scheme: Scheme, seed: int, switches: list[str] | None = None, pipe_size: int = 4
+) -> None:
     """Reset the state of the given LB switches (all by default) from `seed`
     and set their scheme."""
     names = switches if switches is not None else [sw.name for sw in lb_switches(tree)]

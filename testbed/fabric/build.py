@@ -42,7 +42,9 @@ DEFAULT_RATE_BPS = 50_000_000  # valid on 2 cores at k=4 under Ofan and ECMP (do
 DEFAULT_BURST_FRAMES = 2  # TBF bucket in maximum-size frames (docs/architecture.md, "Links")
 DEFAULT_BUFFER_BYTES = 256 * 1024 * 1024  # per-port TBF limit: large enough that default runs never drop
 ETH_HLEN = 14
-NIC_BUCKET_FRAMES = 1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (docs/measurement.md, "Fidelity")
+NIC_BUCKET_FRAMES = (
+    1.25  # host NICs' TBF bucket: a late NIC may catch up a quarter frame (docs/measurement.md, "Fidelity")
+)
 
 
 def netns_threads(n_namespaces: int) -> int:
@@ -79,8 +81,9 @@ class FabricSpec:
         if not 0 <= self.wire_overhead <= 256:
             raise ValueError(f"wire overhead must be in [0, 256] bytes, got {self.wire_overhead}")
         if self.burst_bytes and self.burst_bytes < self.max_frame:
-            raise ValueError(f"burst must be at least one frame on the wire, mtu + 14 + overhead = {self.max_frame} "
-                             f"bytes")
+            raise ValueError(
+                f"burst must be at least one frame on the wire, mtu + 14 + overhead = {self.max_frame} bytes"
+            )
         capacity.check(self.tree())  # validates k, prefix and topology, then that this machine can hold it
         SchemeConfig(self.scheme, self.pipe_size).validate(self.k)
 
@@ -172,9 +175,18 @@ class Fabric:
         st = state.load(prefix)
         if st is None or not st.complete:
             raise FabricError(f"no fabric with prefix {prefix!r} is up (testbed up first)")
-        spec = FabricSpec(k=st.k, rate_bps=st.rate_bps, prefix=prefix, scheme=Scheme.parse(st.scheme), mtu=st.mtu,
-                          burst_bytes=st.burst_bytes, buffer_bytes=st.buffer_bytes, topology=st.topology,
-                          wire_overhead=st.wire_overhead, ack_priority=st.ack_priority)
+        spec = FabricSpec(
+            k=st.k,
+            rate_bps=st.rate_bps,
+            prefix=prefix,
+            scheme=Scheme.parse(st.scheme),
+            mtu=st.mtu,
+            burst_bytes=st.burst_bytes,
+            buffer_bytes=st.buffer_bytes,
+            topology=st.topology,
+            wire_overhead=st.wire_overhead,
+            ack_priority=st.ack_priority,
+        )
         fab = cls(spec)
         fab.owned = False
         fab.maps = Maps(prefix)
@@ -194,16 +206,32 @@ class Fabric:
         self._claimed = True
         times = self.times
         t0 = time.perf_counter()
-        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
-                                     spec.scheme.label, time.time(), topology=spec.topology,
-                                     wire_overhead=spec.wire_overhead, ack_priority=spec.ack_priority))
+        state.save(
+            state.FabricState(
+                spec.prefix,
+                spec.k,
+                spec.rate_bps,
+                spec.mtu,
+                spec.burst,
+                spec.buffer_bytes,
+                spec.scheme.label,
+                time.time(),
+                topology=spec.topology,
+                wire_overhead=spec.wire_overhead,
+                ack_priority=spec.ack_priority,
+            )
+        )
         compiling = CompileThread(Dims.of(tree, spec.queue_max_tries))
         netns.prepare_run_dir()
         made: dict[str, tuple[Netlink, socket.socket]] = {}
         fds: dict[str, int] = {}
         try:
-            netns.create_many([tree.ns(n.name) for n in tree.nodes], _inside_new_namespace, made,
-                              threads=netns_threads(len(tree.nodes)))
+            netns.create_many(
+                [tree.ns(n.name) for n in tree.nodes],
+                _inside_new_namespace,
+                made,
+                threads=netns_threads(len(tree.nodes)),
+            )
             for node in tree.nodes:
                 fds[node.name] = netns.open_fd(tree.ns(node.name))
             t1 = time.perf_counter()
@@ -247,10 +275,23 @@ class Fabric:
             if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
                 with contextlib.suppress(Exception):
                     self.compiled = compiling.get()
-        state.save(state.FabricState(spec.prefix, spec.k, spec.rate_bps, spec.mtu, spec.burst, spec.buffer_bytes,
-                                     spec.scheme.label, time.time(), prog_ids=self.compiled.prog_ids(),
-                                     complete=True, topology=spec.topology, wire_overhead=spec.wire_overhead,
-                                     ack_priority=spec.ack_priority))
+        state.save(
+            state.FabricState(
+                spec.prefix,
+                spec.k,
+                spec.rate_bps,
+                spec.mtu,
+                spec.burst,
+                spec.buffer_bytes,
+                spec.scheme.label,
+                time.time(),
+                prog_ids=self.compiled.prog_ids(),
+                complete=True,
+                topology=spec.topology,
+                wire_overhead=spec.wire_overhead,
+                ack_priority=spec.ack_priority,
+            )
+        )
         times.total_s = time.perf_counter() - t0
 
     def _wait_links_up(self, socks: dict[str, Netlink], timeout_s: float = 30.0) -> None:
@@ -264,7 +305,9 @@ class Fabric:
                 if all(states.get(i) == netlink.IF_OPER_UP for i in want):
                     break
                 if time.monotonic() > deadline:
-                    down = [p.label for p in self.tree.ports_of[node.name] if states.get(p.ifindex) != netlink.IF_OPER_UP]
+                    down = [
+                        p.label for p in self.tree.ports_of[node.name] if states.get(p.ifindex) != netlink.IF_OPER_UP
+                    ]
                     raise FabricError(f"ports still down {timeout_s:.0f} s after the build: {', '.join(down[:5])}")
                 time.sleep(0.001)
 
@@ -280,8 +323,11 @@ class Fabric:
         reqs = []
         for ln in self.tree.links:
             a, b = self.tree.ports[ln.a_gid], self.tree.ports[ln.b_gid]
-            reqs.append(netlink.veth_pair(a.ifname, a.ifindex, a.mac, fds[ln.a],
-                                          b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu))
+            reqs.append(
+                netlink.veth_pair(
+                    a.ifname, a.ifindex, a.mac, fds[ln.a], b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu
+                )
+            )
         return reqs
 
     def _qdisc_requests(self, node: Node) -> list[Request]:
@@ -290,8 +336,9 @@ class Fabric:
         spec = self.spec
         reqs = [netlink.link_set(1, True, f"lo up in {node.name}")]
         for p in self.tree.ports_of[node.name]:
-            reqs.append(netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes,
-                                          overhead=spec.wire_overhead))
+            reqs.append(
+                netlink.qdisc_tbf(p.ifindex, spec.rate_bps, spec.burst, spec.buffer_bytes, overhead=spec.wire_overhead)
+            )
             if spec.ack_priority:
                 reqs += netlink.ack_priority(p.ifindex, spec.buffer_bytes, spec.wire_overhead)
             reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
@@ -321,9 +368,11 @@ class Fabric:
         tree = self.tree
         p = tree.host_port(node.name)
         gw = _ip(tree.gateway_ip(node))
-        return [netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32),
-                netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac),
-                netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex)]
+        return [
+            netlink.addr_v4(p.ifindex, _ip(tree.host_ip(node)), 32),
+            netlink.neigh_permanent(p.ifindex, gw, tree.port(p.peer, node.name).mac),
+            netlink.route_v4_onlink(socket.inet_aton("10.0.0.0"), 8, gw, p.ifindex),
+        ]
 
     # -- teardown ----------------------------------------------------------
     def teardown(self) -> None:
@@ -347,11 +396,21 @@ class Fabric:
         self._claimed = False
 
 
-NIC_PEAK_RATIO = 1.10  # host NICs: peak rate over the paced rate (docs/architecture.md, "Links": strictly periodic NICs)
+NIC_PEAK_RATIO = (
+    1.10  # host NICs: peak rate over the paced rate (docs/architecture.md, "Links": strictly periodic NICs)
+)
 
 
-def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: int, frame_bytes: int = 0,
-                  peak_ratio: float | None = None, overhead: int = 0, hosts: list[Node] | None = None) -> None:
+def set_host_rate(
+    tree: FatTree,
+    rate_bps: int,
+    burst_bytes: int,
+    limit_bytes: int,
+    frame_bytes: int = 0,
+    peak_ratio: float | None = None,
+    overhead: int = 0,
+    hosts: list[Node] | None = None,
+) -> None:
     """Re-pace every host NIC (its egress TBF) to `rate_bps`, its queue (the TBF's child) kept: a change sets a
     bfifo child's limit to `limit_bytes` and leaves any other child (the ACKs' HTB) alone. With a
     `frame_bytes`, the NIC also gets a peak-rate bucket of one frame at
@@ -362,8 +421,20 @@ def set_host_rate(tree: FatTree, rate_bps: int, burst_bytes: int, limit_bytes: i
     for h in tree.hosts if hosts is None else hosts:
         p = tree.host_port(h.name)
         with netns.entered(tree.ns(h.name)), Netlink() as nl:
-            nl.run([netlink.qdisc_tbf(p.ifindex, rate_bps, burst_bytes, limit_bytes, change=True, peak_bps=peak,
-                                      peak_burst_bytes=frame_bytes if peak else 0, overhead=overhead)])
+            nl.run(
+                [
+                    netlink.qdisc_tbf(
+                        p.ifindex,
+                        rate_bps,
+                        burst_bytes,
+                        limit_bytes,
+                        change=True,
+                        peak_bps=peak,
+                        peak_burst_bytes=frame_bytes if peak else 0,
+                        overhead=overhead,
+                    )
+                ]
+            )
 
 
 def _inside_new_namespace() -> tuple[Netlink, socket.socket]:

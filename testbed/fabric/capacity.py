@@ -53,18 +53,23 @@ def check(tree: FatTree) -> None:
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     what = f"a {tree.kind} of k={tree.k} ({len(tree.nodes):,} namespaces)"
     if hard != resource.RLIM_INFINITY and files > hard:
-        raise CapacityError(f"{what} needs {files:,} open files while it is built; this machine allows {hard:,} "
-                            f"(ulimit -Hn)")
+        raise CapacityError(
+            f"{what} needs {files:,} open files while it is built; this machine allows {hard:,} (ulimit -Hn)"
+        )
     try:
         with open(BACKLOG_SYSCTL) as f:
             backlog = int(f.read())
     except OSError:
         backlog = 0
     if backlog and backlog < BACKLOG_PER_HOST * tree.n_hosts:
-        raise CapacityError(f"{what} needs net.core.netdev_max_backlog >= {BACKLOG_PER_HOST * tree.n_hosts:,} "
-                            f"(it is {backlog:,}): sudo ./scripts/setup sets it")
+        raise CapacityError(
+            f"{what} needs net.core.netdev_max_backlog >= {BACKLOG_PER_HOST * tree.n_hosts:,} "
+            f"(it is {backlog:,}): sudo ./scripts/setup sets it"
+        )
     need = Dims.of(tree).map_bytes(possible_cpus())
     avail = available_memory_bytes()
     if avail and need > MEMORY_SHARE * avail:
-        raise CapacityError(f"{what} needs {need / 2**20:,.0f} MiB of eBPF maps, more than a quarter of the "
-                            f"{avail / 2**20:,.0f} MiB available")
+        raise CapacityError(
+            f"{what} needs {need / 2**20:,.0f} MiB of eBPF maps, more than a quarter of the "
+            f"{avail / 2**20:,.0f} MiB available"
+        )

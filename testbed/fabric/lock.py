@@ -119,10 +119,14 @@ def _acquire(prefix: str, wait: bool, command: str) -> int:
             os.close(fd)
             if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
                 if prefix == MACHINE:
-                    raise FabricBusy(f"another run is going on this machine: {_describe(holder(prefix))}; two "
-                                     f"at once disturb each other's timing: add --wait to queue behind it") from None
-                raise FabricBusy(f"fabric {prefix!r} is busy: {_describe(holder(prefix))} is running on it; "
-                                 f"add --wait to queue behind it") from None
+                    raise FabricBusy(
+                        f"another run is going on this machine: {_describe(holder(prefix))}; two "
+                        f"at once disturb each other's timing: add --wait to queue behind it"
+                    ) from None
+                raise FabricBusy(
+                    f"fabric {prefix!r} is busy: {_describe(holder(prefix))} is running on it; "
+                    f"add --wait to queue behind it"
+                ) from None
             raise
         try:
             same = os.fstat(fd).st_ino == os.stat(path(prefix)).st_ino

@@ -98,17 +98,34 @@ class Request:
 
 # -- links -----------------------------------------------------------------
 def veth_pair(
-    name: str, index: int, mac: bytes, ns_fd: int,
-    peer_name: str, peer_index: int, peer_mac: bytes, peer_ns_fd: int, mtu: int,
+    name: str,
+    index: int,
+    mac: bytes,
+    ns_fd: int,
+    peer_name: str,
+    peer_index: int,
+    peer_mac: bytes,
+    peer_ns_fd: int,
+    mtu: int,
 ) -> Request:
     """Create a veth pair with both ends placed directly in their namespaces,
     with explicit ifindex values (pyroute2's peer dict drops the index)."""
-    peer = _IFINFOMSG.pack(0, 0, peer_index, 0, 0) + attr_str(IFLA_IFNAME, peer_name) + attr_u32(
-        IFLA_MTU, mtu) + attr(IFLA_ADDRESS, peer_mac) + attr_u32(IFLA_NET_NS_FD, peer_ns_fd)
-    info = attr(IFLA_LINKINFO, attr_str(IFLA_INFO_KIND, "veth") + attr(
-        IFLA_INFO_DATA, attr(VETH_INFO_PEER, peer)))
-    body = _IFINFOMSG.pack(0, 0, index, 0, 0) + attr_str(IFLA_IFNAME, name) + attr_u32(
-        IFLA_MTU, mtu) + attr(IFLA_ADDRESS, mac) + attr_u32(IFLA_NET_NS_FD, ns_fd) + info
+    peer = (
+        _IFINFOMSG.pack(0, 0, peer_index, 0, 0)
+        + attr_str(IFLA_IFNAME, peer_name)
+        + attr_u32(IFLA_MTU, mtu)
+        + attr(IFLA_ADDRESS, peer_mac)
+        + attr_u32(IFLA_NET_NS_FD, peer_ns_fd)
+    )
+    info = attr(IFLA_LINKINFO, attr_str(IFLA_INFO_KIND, "veth") + attr(IFLA_INFO_DATA, attr(VETH_INFO_PEER, peer)))
+    body = (
+        _IFINFOMSG.pack(0, 0, index, 0, 0)
+        + attr_str(IFLA_IFNAME, name)
+        + attr_u32(IFLA_MTU, mtu)
+        + attr(IFLA_ADDRESS, mac)
+        + attr_u32(IFLA_NET_NS_FD, ns_fd)
+        + info
+    )
     return Request(RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, body, f"veth {name}<->{peer_name}")
 
 
@@ -119,8 +136,7 @@ def link_set(index: int, up: bool, what: str = "") -> Request:
 
 # -- addresses, routes, neighbours -----------------------------------------
 def addr_v4(index: int, ip: bytes, prefixlen: int) -> Request:
-    body = struct.pack("=BBBBI", socket.AF_INET, prefixlen, 0, 0, index) + attr(IFA_LOCAL, ip) + attr(
-        IFA_ADDRESS, ip)
+    body = struct.pack("=BBBBI", socket.AF_INET, prefixlen, 0, 0, index) + attr(IFA_LOCAL, ip) + attr(IFA_ADDRESS, ip)
     return Request(RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, body, f"address on {index}")
 
 
@@ -142,8 +158,16 @@ def tc_handle(major: int, minor: int) -> int:
     return ((major & 0xFFFF) << 16) | (minor & 0xFFFF)
 
 
-def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, change: bool = False,
-              peak_bps: int = 0, peak_burst_bytes: int = 0, overhead: int = 0) -> Request:
+def qdisc_tbf(
+    index: int,
+    rate_bps: int,
+    burst_bytes: int,
+    limit_bytes: int,
+    change: bool = False,
+    peak_bps: int = 0,
+    peak_burst_bytes: int = 0,
+    overhead: int = 0,
+) -> Request:
     """Root TBF: `rate_bps` in bits/s, burst and limit in bytes (limit makes a
     bfifo child). `change=True` modifies the existing TBF in place. A peak rate
     (above `rate_bps`) with a one-frame `peak_burst_bytes` adds the second
@@ -157,8 +181,9 @@ def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, cha
         raise ValueError(f"peak rate {peak_bps} bit/s must exceed the rate {rate_bps} bit/s, with a peak burst")
     # struct tc_ratespec: cell_log u8, linklayer u8, overhead u16, cell_align s16, mpu u16, rate u32
     ratespec = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, overhead, 0, 0, rate_Bps)
-    peak = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET if peak_bps else 0, overhead if peak_bps else 0, 0, 0,
-                       peak_bps // 8)
+    peak = struct.pack(
+        "=BBHhHI", 0, TC_LINKLAYER_ETHERNET if peak_bps else 0, overhead if peak_bps else 0, 0, 0, peak_bps // 8
+    )
     # buffer and mtu (ticks) are recomputed by the kernel from TCA_TBF_BURST/PBURST; give sane values anyway
     buffer_ticks = int(burst_bytes * 1e6 / rate_Bps) * 64  # psched ticks are 1/64 us
     mtu_ticks = int(peak_burst_bytes * 1e6 / (peak_bps // 8)) * 64 if peak_bps else 0
@@ -166,8 +191,7 @@ def qdisc_tbf(index: int, rate_bps: int, burst_bytes: int, limit_bytes: int, cha
     opts = attr(TCA_TBF_PARMS, qopt) + attr_u32(TCA_TBF_BURST, burst_bytes)
     if peak_bps:
         opts += attr_u32(TCA_TBF_PBURST, peak_burst_bytes)
-    body = _TCMSG.pack(0, index, tc_handle(1, 0), TC_H_ROOT, 0) + attr_str(TCA_KIND, "tbf") + attr(
-        TCA_OPTIONS, opts)
+    body = _TCMSG.pack(0, index, tc_handle(1, 0), TC_H_ROOT, 0) + attr_str(TCA_KIND, "tbf") + attr(TCA_OPTIONS, opts)
     return Request(RTM_NEWQDISC, 0 if change else NLM_F_CREATE | NLM_F_EXCL, body, f"tbf on {index}")
 
 
@@ -183,21 +207,41 @@ def ack_priority(index: int, limit_bytes: int, overhead: int = 0) -> list[Reques
     parent = tc_handle(1, 1)  # the TBF's one class: grafting here replaces its default bfifo
     handle = tc_handle(PRIO_MAJOR, 0)
     glob = struct.pack("=IIIII", 3, 10, DATA_CLASS, 0, 0)  # version, rate2quantum, default class, debug, direct
-    reqs = [Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL,
-                    _TCMSG.pack(0, index, handle, parent, 0) + attr_str(TCA_KIND, "htb")
-                    + attr(TCA_OPTIONS, attr(TCA_HTB_INIT, glob)), f"htb on {index}")]
+    reqs = [
+        Request(
+            RTM_NEWQDISC,
+            NLM_F_CREATE | NLM_F_EXCL,
+            _TCMSG.pack(0, index, handle, parent, 0)
+            + attr_str(TCA_KIND, "htb")
+            + attr(TCA_OPTIONS, attr(TCA_HTB_INIT, glob)),
+            f"htb on {index}",
+        )
+    ]
     rate_Bps = _UNSHAPED_BPS // 8
     rate = struct.pack("=BBHhHI", 0, TC_LINKLAYER_ETHERNET, overhead, 0, 0, rate_Bps)
     buffer_ticks = (1 << 20) * 64 * 1_000_000 // rate_Bps  # a 1 MB bucket, in 1/64 us ticks
     for cls, prio in ((ACK_CLASS, 0), (DATA_CLASS, 1)):
         opt = rate + rate + struct.pack("=IIIII", buffer_ticks, buffer_ticks, 65536, 0, prio)
-        reqs.append(Request(RTM_NEWTCLASS, NLM_F_CREATE | NLM_F_EXCL,
-                            _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR, cls), handle, 0) + attr_str(TCA_KIND, "htb")
-                            + attr(TCA_OPTIONS, attr(TCA_HTB_PARMS, opt)), f"htb class {cls} on {index}"))
-        reqs.append(Request(RTM_NEWQDISC, NLM_F_CREATE | NLM_F_EXCL,
-                            _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR + cls, 0), tc_handle(PRIO_MAJOR, cls), 0)
-                            + attr_str(TCA_KIND, "bfifo") + attr(TCA_OPTIONS, struct.pack("=I", limit_bytes)),
-                            f"bfifo {cls} on {index}"))
+        reqs.append(
+            Request(
+                RTM_NEWTCLASS,
+                NLM_F_CREATE | NLM_F_EXCL,
+                _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR, cls), handle, 0)
+                + attr_str(TCA_KIND, "htb")
+                + attr(TCA_OPTIONS, attr(TCA_HTB_PARMS, opt)),
+                f"htb class {cls} on {index}",
+            )
+        )
+        reqs.append(
+            Request(
+                RTM_NEWQDISC,
+                NLM_F_CREATE | NLM_F_EXCL,
+                _TCMSG.pack(0, index, tc_handle(PRIO_MAJOR + cls, 0), tc_handle(PRIO_MAJOR, cls), 0)
+                + attr_str(TCA_KIND, "bfifo")
+                + attr(TCA_OPTIONS, struct.pack("=I", limit_bytes)),
+                f"bfifo {cls} on {index}",
+            )
+        )
     return reqs
 
 
@@ -214,8 +258,9 @@ def qdisc_clsact(index: int, egress: bool = True) -> Request:
 def filter_bpf(index: int, prog_fd: int, name: str, egress: bool, prio: int = 1) -> Request:
     parent = tc_handle(0xFFFF, TC_H_MIN_EGRESS if egress else TC_H_MIN_INGRESS)
     info = tc_handle(prio, socket.htons(ETH_P_ALL))
-    opts = attr_u32(TCA_BPF_FD, prog_fd) + attr_str(TCA_BPF_NAME, name) + attr_u32(
-        TCA_BPF_FLAGS, TCA_BPF_FLAG_ACT_DIRECT)
+    opts = (
+        attr_u32(TCA_BPF_FD, prog_fd) + attr_str(TCA_BPF_NAME, name) + attr_u32(TCA_BPF_FLAGS, TCA_BPF_FLAG_ACT_DIRECT)
+    )
     body = _TCMSG.pack(0, index, 1, parent, info) + attr_str(TCA_KIND, "bpf") + attr(TCA_OPTIONS, opts)
     return Request(RTM_NEWTFILTER, NLM_F_CREATE | NLM_F_EXCL, body, f"bpf filter {name} on {index}")
 
@@ -246,8 +291,7 @@ class Netlink:
 
     def _frame(self, req: Request, extra_flags: int) -> tuple[int, bytes]:
         self.seq += 1
-        hdr = _NLMSGHDR.pack(16 + len(req.body), req.msg_type, NLM_F_REQUEST | req.flags | extra_flags,
-                             self.seq, 0)
+        hdr = _NLMSGHDR.pack(16 + len(req.body), req.msg_type, NLM_F_REQUEST | req.flags | extra_flags, self.seq, 0)
         return self.seq, hdr + req.body
 
     def run(self, requests: Iterable[Request], ignore: tuple[int, ...] = ()) -> None:
@@ -301,7 +345,7 @@ class Netlink:
                         if code:
                             raise NetlinkError(-code, "dump")
                         return
-                    yield data[off:off + length]
+                    yield data[off : off + length]
                 off += _align(length)
 
 
@@ -316,7 +360,7 @@ def _messages(data: bytes) -> Iterator[tuple[int, int, bytes]]:
         length, mtype, _flags, seq, _pid = _NLMSGHDR.unpack_from(data, off)
         if length < 16:
             break
-        yield mtype, seq, data[off + 16:off + length]
+        yield mtype, seq, data[off + 16 : off + length]
         off += _align(length)
 
 
@@ -328,7 +372,7 @@ def link_attr(payload: bytes, kind: int) -> bytes | None:
         if alen < 4:
             break
         if atype & 0x3FFF == kind:
-            return payload[off + 4:off + alen]
+            return payload[off + 4 : off + alen]
         off += _align(alen)
     return None
 

@@ -49,10 +49,12 @@ def prepare_run_dir() -> None:
         return
     if ctypes.get_errno() != errno.EINVAL:
         _check(-1, "mount --make-shared /run/netns")
-    _check(_libc.mount(NETNS_RUN_DIR.encode(), NETNS_RUN_DIR.encode(), b"none", MS_BIND | MS_REC, None),
-           "bind /run/netns")
-    _check(_libc.mount(b"", NETNS_RUN_DIR.encode(), b"none", MS_SHARED | MS_REC, None),
-           "mount --make-shared /run/netns")
+    _check(
+        _libc.mount(NETNS_RUN_DIR.encode(), NETNS_RUN_DIR.encode(), b"none", MS_BIND | MS_REC, None), "bind /run/netns"
+    )
+    _check(
+        _libc.mount(b"", NETNS_RUN_DIR.encode(), b"none", MS_SHARED | MS_REC, None), "mount --make-shared /run/netns"
+    )
 
 
 def exists(name: str) -> bool:
@@ -69,8 +71,10 @@ def create(name: str, inside: Callable[[], T]) -> T:
         try:
             _check(_libc.unshare(CLONE_NEWNET), f"unshare for {name}")
             try:
-                _check(_libc.mount(b"/proc/thread-self/ns/net", path.encode(), b"none", MS_BIND, None),
-                       f"bind-mount {path}")
+                _check(
+                    _libc.mount(b"/proc/thread-self/ns/net", path.encode(), b"none", MS_BIND, None),
+                    f"bind-mount {path}",
+                )
                 return inside()
             finally:
                 _check(_libc.setns(home, CLONE_NEWNET), "setns back")

@@ -51,8 +51,9 @@ def qdisc_stats(tree: FatTree) -> dict[int, QdiscStats]:
         if kind != "tbf":
             continue
         b = st.get_attr("TCA_STATS_BASIC")
-        out[m["index"]] = QdiscStats(m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"], q["qlen"],
-                                     q["overlimits"])
+        out[m["index"]] = QdiscStats(
+            m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"], q["qlen"], q["overlimits"]
+        )
     # the TBF counts its child's drops too: the ACK class's are taken out of the data's
     return {i: replace(s, ack_drops=ack_drops.get(i, 0)) for i, s in out.items()}
 
@@ -61,5 +62,8 @@ def link_states(tree: FatTree) -> dict[int, str]:
     """Operational state (UP, DOWN, ...) of every port, by ifindex."""
     from pyroute2.netlink.rtnl.ifinfmsg import ifinfmsg
 
-    return {m["index"]: str(m.get_attr("IFLA_OPERSTATE"))
-            for m in _dump_all(tree, netlink.RTM_GETLINK, netlink.dump_links_body(), ifinfmsg) if m["index"] != 1}
+    return {
+        m["index"]: str(m.get_attr("IFLA_OPERSTATE"))
+        for m in _dump_all(tree, netlink.RTM_GETLINK, netlink.dump_links_body(), ifinfmsg)
+        if m["index"] != 1
+    }

@@ -66,5 +66,7 @@ def record_pid(prefix: str, pid: int, add: bool = True) -> None:
 
 def side_files(prefix: str) -> list[str]:
     """Files kept beside the state: link events, the watcher daemon's log and readiness mark, the run lock."""
-    return [os.path.join(STATE_DIR, f"{prefix}.{suffix}") for suffix in ("events.jsonl", "controld.log",
-                                                                          "controld.ready", "lock")]
+    return [
+        os.path.join(STATE_DIR, f"{prefix}.{suffix}")
+        for suffix in ("events.jsonl", "controld.log", "controld.ready", "lock")
+    ]

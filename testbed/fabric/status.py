@@ -27,20 +27,49 @@ def status(prefix: str) -> dict[str, Any]:
         tree = fab.tree
         assert fab.maps is not None
         states = link_states(tree)
-        switches = {name: {"scheme": c.label, "scheme_base": c.scheme.label,
-                           **({"pipe_size": c.pipe_size or "cpu"} if c.scheme is Scheme.POFAN else {})}
-                    for name, c in current_schemes(fab.maps, tree).items()}
+        switches = {
+            name: {
+                "scheme": c.label,
+                "scheme_base": c.scheme.label,
+                **({"pipe_size": c.pipe_size or "cpu"} if c.scheme is Scheme.POFAN else {}),
+            }
+            for name, c in current_schemes(fab.maps, tree).items()
+        }
         links = []
         for ln in tree.links:
             a, b = tree.ports[ln.a_gid], tree.ports[ln.b_gid]
             sa, sb = states.get(a.ifindex, "absent"), states.get(b.ifindex, "absent")
-            links.append({"link": ln.name, "a": ln.a, "b": ln.b, "state_a": sa, "state_b": sb,
-                          "state": "up" if sa == sb == "UP" else "down"})
+            links.append(
+                {
+                    "link": ln.name,
+                    "a": ln.a,
+                    "b": ln.b,
+                    "state_a": sa,
+                    "state_b": sb,
+                    "state": "up" if sa == sb == "UP" else "down",
+                }
+            )
         return {
-            "prefix": prefix, "topology": tree.kind, "k": tree.k, "rate_bps": fab.spec.rate_bps,
-            "rate": format_rate(fab.spec.rate_bps), "mtu": fab.spec.mtu, "burst_bytes": fab.spec.burst,
-            "hosts": tree.n_hosts, "switches_total": tree.n_switches, "namespaces": len(netns.listed(prefix)),
-            "nodes": [{"name": n.name, "tier": n.level.name.lower(), "namespace": tree.ns(n.name),
-                       **({"ip": str(tree.host_ip(n))} if n.is_host else {})} for n in tree.nodes],
-            "links": links, "switches": switches, "watcher": watcher_status(prefix),
+            "prefix": prefix,
+            "topology": tree.kind,
+            "k": tree.k,
+            "rate_bps": fab.spec.rate_bps,
+            "rate": format_rate(fab.spec.rate_bps),
+            "mtu": fab.spec.mtu,
+            "burst_bytes": fab.spec.burst,
+            "hosts": tree.n_hosts,
+            "switches_total": tree.n_switches,
+            "namespaces": len(netns.listed(prefix)),
+            "nodes": [
+                {
+                    "name": n.name,
+                    "tier": n.level.name.lower(),
+                    "namespace": tree.ns(n.name),
+                    **({"ip": str(tree.host_ip(n))} if n.is_host else {}),
+                }
+                for n in tree.nodes
+            ],
+            "links": links,
+            "switches": switches,
+            "watcher": watcher_status(prefix),
         }

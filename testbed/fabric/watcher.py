@@ -124,8 +124,9 @@ class Watcher:
     def _note(self, payload: bytes, deleted: bool = False) -> None:
         _fam, _type, index, flags, _change = _IFINFOMSG.unpack_from(payload)
         if index in self._link_of:
-            self.flags[index] = (False, False) if deleted else (bool(flags & IFF_UP),
-                                                               bool(flags & netlink.IFF_LOWER_UP))
+            self.flags[index] = (
+                (False, False) if deleted else (bool(flags & IFF_UP), bool(flags & netlink.IFF_LOWER_UP))
+            )
 
     def _failed_now(self) -> frozenset[str]:
         down = set()
@@ -149,8 +150,16 @@ class Watcher:
         switches.set_host_paths(self.maps, self.tree, paths)
         t_done = time.monotonic_ns()
         self.seq += 1
-        ev = LinkEvent(self.seq, sorted(failed - self.failed), sorted(self.failed - failed), sorted(failed),
-                       t_event, t_done, (t_done - t_event) / 1e6, map_writes=len(masks) + len(downs) + len(paths))
+        ev = LinkEvent(
+            self.seq,
+            sorted(failed - self.failed),
+            sorted(self.failed - failed),
+            sorted(failed),
+            t_event,
+            t_done,
+            (t_done - t_event) / 1e6,
+            map_writes=len(masks) + len(downs) + len(paths),
+        )
         dead = [ln for ln in self.tree.links if ln.name in ev.links_down]
         self.routing, self.failed = new, failed
         self._pending.append((time.monotonic() + SETTLE_S, ev, dead))

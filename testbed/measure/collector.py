@@ -49,9 +49,17 @@ def reset_ports(maps: Maps, tree: FatTree) -> int:
         q = maps.port_q.get(p.ifindex)
         occ_p = signed(q.pkts) if q is not None else 0
         occ_b = signed(q.bytes) if q is not None else 0
-        maps.port_q.set(p.ifindex, PortQ(pkts=occ_p % U64, bytes=occ_b % U64, max_pkts=max(occ_p, 0),
-                                         max_bytes=max(occ_b, 0), area_pkts=(-occ_p * now) % U64,
-                                         area_bytes=(-occ_b * now) % U64))
+        maps.port_q.set(
+            p.ifindex,
+            PortQ(
+                pkts=occ_p % U64,
+                bytes=occ_b % U64,
+                max_pkts=max(occ_p, 0),
+                max_bytes=max(occ_b, 0),
+                area_pkts=(-occ_p * now) % U64,
+                area_bytes=(-occ_b * now) % U64,
+            ),
+        )
     return now
 
 
@@ -64,12 +72,35 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
         occ_p, occ_b = signed(q.pkts), signed(q.bytes)
         busy = q.busy_ns + (now - q.busy_since if occ_p > 0 and q.busy_since else 0)
         out[p.ifindex] = PortSample(
-            p.ifindex, occ_p, occ_b, q.max_pkts, q.max_bytes,
-            signed(q.area_pkts + occ_p * now), signed(q.area_bytes + occ_b * now),
-            q.tx_pkts, q.tx_bytes, q.rx_pkts, q.rx_bytes, q.first_rx_ns, q.last_rx_ns, q.first_tx_ns, q.last_tx_ns,
-            busy, q.busy_periods, q.max_giveups, q.nic_work_max_ns, q.nic_gap_max_ns, q.nic_b2b, q.ecn_marked,
-            q.nic_last_data_ns, q.nic_data_bytes, q.buf_drops, q.buf_ack_drops, q.nic_dry_gap_max_ns,
-            q.nic_held_gap_max_ns)
+            p.ifindex,
+            occ_p,
+            occ_b,
+            q.max_pkts,
+            q.max_bytes,
+            signed(q.area_pkts + occ_p * now),
+            signed(q.area_bytes + occ_b * now),
+            q.tx_pkts,
+            q.tx_bytes,
+            q.rx_pkts,
+            q.rx_bytes,
+            q.first_rx_ns,
+            q.last_rx_ns,
+            q.first_tx_ns,
+            q.last_tx_ns,
+            busy,
+            q.busy_periods,
+            q.max_giveups,
+            q.nic_work_max_ns,
+            q.nic_gap_max_ns,
+            q.nic_b2b,
+            q.ecn_marked,
+            q.nic_last_data_ns,
+            q.nic_data_bytes,
+            q.buf_drops,
+            q.buf_ack_drops,
+            q.nic_dry_gap_max_ns,
+            q.nic_held_gap_max_ns,
+        )
     return out
 
 
@@ -115,7 +146,7 @@ class Sampler:
         self._all = np.arange(len(self._ifx), dtype=np.int32)
         self.every = max(1, math.ceil(self.hz * len(self._ifx) / ALL_PORT_READINGS_PER_S))
         self.all_hz = self.hz / self.every
-        self._watched = self._all[:self.watch]
+        self._watched = self._all[: self.watch]
         self._ticks = 0
         self._readings = 0  # since the last halving
         self.halvings_s: list[float] = []  # seconds after the first reading
@@ -140,7 +171,7 @@ class Sampler:
         if every_port:  # the largest maxima; on a tie a port watched already stays, so its series stays whole
             score = 2 * arr["max_pkts"].astype(np.int64)
             score[self._watched] += 1
-            self._watched = np.argsort(-score, kind="stable")[:self.watch].astype(np.int32)
+            self._watched = np.argsort(-score, kind="stable")[: self.watch].astype(np.int32)
         self.times_ns.append(t)
         self.positions.append(pos)
         self.pkts.append(pk)
@@ -173,20 +204,33 @@ class Sampler:
 
     def describe(self) -> dict[str, Any]:
         """What the time series holds, for the manifest."""
-        return {"every_port_hz": self.all_hz, "watched_hz": self.hz, "watched_ports": min(self.watch, len(self._ifx)),
-                "watched_by": "largest exact maximum so far, re-ranked at every every-port reading",
-                "achieved_hz": self.rate_hz, "ports": len(self._ifx),
-                "every_port_hz_halved_at_s": self.halvings_s, "readings": sum(len(p) for p in self.positions)}
+        return {
+            "every_port_hz": self.all_hz,
+            "watched_hz": self.hz,
+            "watched_ports": min(self.watch, len(self._ifx)),
+            "watched_by": "largest exact maximum so far, re-ranked at every every-port reading",
+            "achieved_hz": self.rate_hz,
+            "ports": len(self._ifx),
+            "every_port_hz_halved_at_s": self.halvings_s,
+            "readings": sum(len(p) for p in self.positions),
+        }
 
     def series(self, t0_ns: int) -> dict[str, Any]:
         """The long series as columns: t_s (since t0_ns), position (index into tree.ports), pkts, bytes."""
         if not self.times_ns:
-            return {"t_s": np.zeros(0), "position": np.zeros(0, dtype=np.int32), "pkts": np.zeros(0, dtype=np.int32),
-                    "bytes": np.zeros(0, dtype=np.int32)}
+            return {
+                "t_s": np.zeros(0),
+                "position": np.zeros(0, dtype=np.int32),
+                "pkts": np.zeros(0, dtype=np.int32),
+                "bytes": np.zeros(0, dtype=np.int32),
+            }
         counts = [len(p) for p in self.positions]
-        return {"t_s": np.repeat((np.array(self.times_ns, dtype=np.int64) - t0_ns) / 1e9, counts),
-                "position": np.concatenate(self.positions), "pkts": np.concatenate(self.pkts),
-                "bytes": np.concatenate(self.bytes)}
+        return {
+            "t_s": np.repeat((np.array(self.times_ns, dtype=np.int64) - t0_ns) / 1e9, counts),
+            "position": np.concatenate(self.positions),
+            "pkts": np.concatenate(self.pkts),
+            "bytes": np.concatenate(self.bytes),
+        }
 
 
 def read_flows(maps: Maps, max_fid: int) -> dict[int, FlowSample]:

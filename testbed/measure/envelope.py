@@ -71,12 +71,27 @@ class Envelope:
         return m, sd
 
 
-def key_of(tree: FatTree, config: SchemeConfig, flows: list[Flow], pk: Packetizer, propagation_pkts: float,
-           draws: int, buckets_bytes: tuple[int, int] | None = None) -> str:
-    what = {"v": VERSION, "kind": tree.kind, "k": tree.k, "scheme": config.label, "payload": pk.payload,
-            "overhead": pk.wire_overhead, "prop": round(propagation_pkts, 9), "draws": draws,
-            "buckets": list(buckets_bytes) if buckets_bytes else None,
-            "flows": [(f.fid, f.src, f.dst, f.size_bytes) for f in flows]}
+def key_of(
+    tree: FatTree,
+    config: SchemeConfig,
+    flows: list[Flow],
+    pk: Packetizer,
+    propagation_pkts: float,
+    draws: int,
+    buckets_bytes: tuple[int, int] | None = None,
+) -> str:
+    what = {
+        "v": VERSION,
+        "kind": tree.kind,
+        "k": tree.k,
+        "scheme": config.label,
+        "payload": pk.payload,
+        "overhead": pk.wire_overhead,
+        "prop": round(propagation_pkts, 9),
+        "draws": draws,
+        "buckets": list(buckets_bytes) if buckets_bytes else None,
+        "flows": [(f.fid, f.src, f.dst, f.size_bytes) for f in flows],
+    }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
 
@@ -89,9 +104,16 @@ def modelled(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> str:
     return ""
 
 
-def envelope(tree: FatTree, config: SchemeConfig, flows: list[Flow], pk: Packetizer, propagation_pkts: float,
-             draws: int = DRAWS, cache_dir: Path | None = CACHE_DIR,
-             buckets_bytes: tuple[int, int] | None = None) -> Envelope:
+def envelope(
+    tree: FatTree,
+    config: SchemeConfig,
+    flows: list[Flow],
+    pk: Packetizer,
+    propagation_pkts: float,
+    draws: int = DRAWS,
+    cache_dir: Path | None = CACHE_DIR,
+    buckets_bytes: tuple[int, int] | None = None,
+) -> Envelope:
     """The ideal fabric's CCT increase and per-stage largest queue over `draws` draws (cached), with the run's
     fabric's buckets (`buckets_bytes`: its links' and NICs', bytes of line time; default the default MTU's)."""
     key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes)
@@ -125,16 +147,25 @@ def place(env: Envelope, cct_increase: float, max_queue: dict[str, float], allow
     m, sd = Envelope._stats(env.cct_increase)
     below = sum(1 for x in env.cct_increase if x < cct_increase) / len(env.cct_increase)
     limit = Z * sd + allowance + FLOOR_PP / 100
-    out: dict[str, Any] = {"draws": len(env.cct_increase), "cct_increase_mean": m, "cct_increase_sd": sd,
-                           "cct_increase_min": min(env.cct_increase), "cct_increase_max": max(env.cct_increase),
-                           "cct_increase_percentile": below, "cct_increase_z": (cct_increase - m) / sd if sd else 0.0,
-                           "cct_increase_limit": limit, "queues": {}, "reasons": []}
+    out: dict[str, Any] = {
+        "draws": len(env.cct_increase),
+        "cct_increase_mean": m,
+        "cct_increase_sd": sd,
+        "cct_increase_min": min(env.cct_increase),
+        "cct_increase_max": max(env.cct_increase),
+        "cct_increase_percentile": below,
+        "cct_increase_z": (cct_increase - m) / sd if sd else 0.0,
+        "cct_increase_limit": limit,
+        "queues": {},
+        "reasons": [],
+    }
     if abs(cct_increase - m) > limit:
         out["reasons"].append(
             f"CCT increase {100 * cct_increase:+.2f} % is outside the ideal fabric's {100 * m:.2f} +- "
             f"{100 * limit:.2f} % for these flows ({len(env.cct_increase)} draws, {100 * min(env.cct_increase):.2f} "
             f"to {100 * max(env.cct_increase):.2f} %; Z = {Z:g} standard deviations plus the run's timing allowance "
-            f"{100 * allowance:.2f} % and {FLOOR_PP:g} points)")
+            f"{100 * allowance:.2f} % and {FLOOR_PP:g} points)"
+        )
     for st, qs in env.max_queue.items():
         if st not in max_queue or st in NOT_COMPARED:
             continue
@@ -143,6 +174,8 @@ def place(env: Envelope, cct_increase: float, max_queue: dict[str, float], allow
         got = max_queue[st]
         out["queues"][st] = {"run": got, "mean": qm, "sd": qsd, "min": min(qs), "max": max(qs), "limit": qlimit}
         if abs(got - qm) > qlimit:
-            out["reasons"].append(f"largest {st} queue {got:g} packets is outside the ideal fabric's {qm:.1f} +- "
-                                  f"{qlimit:.1f} ({min(qs)} to {max(qs)} over {len(qs)} draws)")
+            out["reasons"].append(
+                f"largest {st} queue {got:g} packets is outside the ideal fabric's {qm:.1f} +- "
+                f"{qlimit:.1f} ({min(qs)} to {max(qs)} over {len(qs)} draws)"
+            )
     return out

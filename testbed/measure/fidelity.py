@@ -141,8 +141,10 @@ class CpuTimes:
 
     def busiest_since(self, before: CpuTimes) -> float:
         """The busiest single CPU's busy share."""
-        return max((self._share(self.busy, before, before.busy, i) for i in range(1, len(self.busy))),
-                   default=self.busy_since(before))
+        return max(
+            (self._share(self.busy, before, before.busy, i) for i in range(1, len(self.busy))),
+            default=self.busy_since(before),
+        )
 
     def steal_since(self, before: CpuTimes) -> float:
         """Share of CPU time a hypervisor gave to someone else."""
@@ -290,8 +292,10 @@ def gap_cause(e: Evidence, host: str) -> str:
 
 def _held_cause(e: Evidence) -> str:
     if e.timers is not None and e.timers.max_s >= TIMER_LATE_NOTE_S:
-        return (f"with data frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
-                f"on CPU {e.timers.max_cpu}")
+        return (
+            f"with data frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
+            f"on CPU {e.timers.max_cpu}"
+        )
     return "with data frames waiting: its timer or its CPU was late"
 
 
@@ -301,8 +305,10 @@ def _gap_cause(e: Evidence, host: str) -> str:
         return "no data frame waited in its queue: its sender was late"
     if cause == "cpu":
         assert e.timers is not None
-        return (f"with frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
-                f"on CPU {e.timers.max_cpu}, which took no interrupt that long")
+        return (
+            f"with frames waiting; the run's qdisc timers fired up to {1e3 * e.timers.max_s:.1f} ms late "
+            f"on CPU {e.timers.max_cpu}, which took no interrupt that long"
+        )
     return "with frames waiting: its timer or its CPU was late" if cause == "nic" else "its queue was not observed"
 
 
@@ -316,46 +322,60 @@ def _reasons(e: Evidence) -> list[str]:
     out = []
     skew = e.start_skew_s / e.packet_time_s if e.packet_time_s > 0 else 0.0
     if skew > START_SKEW_MAX_PKTS:
-        out.append(f"senders started {1e3 * e.start_skew_s:.2f} ms apart, {skew:.1f} packet times (maximum "
-                   f"{START_SKEW_MAX_PKTS:g})")
+        out.append(
+            f"senders started {1e3 * e.start_skew_s:.2f} ms apart, {skew:.1f} packet times (maximum "
+            f"{START_SKEW_MAX_PKTS:g})"
+        )
     paced = e.loop is None  # transport runs send what their windows allow
     beyond = {h: v for h, v in e.pacing.items() if abs(v) > pacing_tolerance(e.pacing_span_pkts.get(h, 0.0))}
     host, err = _worst(beyond, abs)
     if paced and beyond:
-        out.append(f"host pacing off by {100 * err:+.1f} % at {host} (tolerance "
-                   f"{100 * pacing_tolerance(e.pacing_span_pkts.get(host, 0.0)):.1f} %)")
+        out.append(
+            f"host pacing off by {100 * err:+.1f} % at {host} (tolerance "
+            f"{100 * pacing_tolerance(e.pacing_span_pkts.get(host, 0.0)):.1f} %)"
+        )
     share, pkts = e.timing_excess_share, e.timing_excess_pkts
     if paced and share > TIMING_EXCESS_MAX and pkts > TIMING_EXCESS_FLOOR_PKTS:
         host, late = _worst(e.nic_late_pkts)
-        out.append(f"start offsets and late NICs can have added {100 * share:.1f} % to the CCT ({pkts:.1f} packet "
-                   f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times"
-                   f"{_longest_gap(e, host)}")
+        out.append(
+            f"start offsets and late NICs can have added {100 * share:.1f} % to the CCT ({pkts:.1f} packet "
+            f"times; maximum {100 * TIMING_EXCESS_MAX:g} %); latest NIC {host}, {late:.1f} packet times"
+            f"{_longest_gap(e, host)}"
+        )
     host, burst = _worst(e.nic_burst_pkts)
     if burst > NIC_BURST_MAX_PKTS:
-        out.append(f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
-                   f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)")
+        out.append(
+            f"NIC of {host} ran {burst:.1f} frames ahead of strict periodicity (maximum "
+            f"{NIC_BURST_MAX_PKTS:g}; {e.nic_back_to_back.get(host, 0)} frames back to back)"
+        )
     # in transport runs a NIC waits for its window or its chain (no data queued: the sender's); a gap with data waiting is
     # the emulator's in every run
     # (the NIC's longest such gap, not only its longest gap: a chain's waits are longer than any stall)
-    held = e.nic_held_pkts if e.nic_held_pkts else {h: v for h, v in e.nic_stall_pkts.items()
-                                                    if gap_cause(e, h) in ("cpu", "nic")}
+    held = (
+        e.nic_held_pkts
+        if e.nic_held_pkts
+        else {h: v for h, v in e.nic_stall_pkts.items() if gap_cause(e, h) in ("cpu", "nic")}
+    )
     host, stall = _worst(e.nic_stall_pkts if paced else held)
     if stall > STALL_MAX_PKTS:
         cause = _gap_cause(e, host) if paced else _held_cause(e)
         out.append(f"NIC of {host} stalled for {stall:.1f} packet times (maximum {STALL_MAX_PKTS:g}; {cause})")
     port, service = _worst(e.service, lambda v: -v)
     if e.service and service < SERVICE_MIN:
-        out.append(f"busy link {port} served at {100 * service:.1f} % of its rate (minimum "
-                   f"{100 * SERVICE_MIN:.0f} %)")
+        out.append(f"busy link {port} served at {100 * service:.1f} % of its rate (minimum {100 * SERVICE_MIN:.0f} %)")
     d = e.delivery
     if d.unaccounted:
         out.append(f"{d.unaccounted} of {d.sent} data packets lost without a trace (no loss counter has them)")
     if d.overcounted:
-        out.append(f"{d.counted_losses} data packets counted lost but only {d.sent - d.received} missing: a loss "
-                   f"counter counts packets that arrived (see drops_by_port)")
+        out.append(
+            f"{d.counted_losses} data packets counted lost but only {d.sent - d.received} missing: a loss "
+            f"counter counts packets that arrived (see drops_by_port)"
+        )
     if d.over_received:
-        out.append(f"{d.over_received} packets received beyond what their flows sent: the emulator duplicated "
-                   f"packets, which would cancel as many untraced losses")
+        out.append(
+            f"{d.over_received} packets received beyond what their flows sent: the emulator duplicated "
+            f"packets, which would cancel as many untraced losses"
+        )
     if d.sent < d.planned:
         out.append(f"the senders sent {d.sent} of {d.planned} packets (deadline reached)")
     if d.sender_errors:
@@ -365,29 +385,38 @@ def _reasons(e: Evidence) -> list[str]:
     if e.softnet_drops > 0:
         out.append(f"{e.softnet_drops} packets dropped by the per-CPU backlog (emulator overload)")
     if d.emulator_drops - e.softnet_drops > 0:
-        out.append(f"{d.emulator_drops - e.softnet_drops} packets dropped by the data plane's error paths "
-                   f"(see switch_counters)")
+        out.append(
+            f"{d.emulator_drops - e.softnet_drops} packets dropped by the data plane's error paths "
+            f"(see switch_counters)"
+        )
     w = e.cpu_window
     if w is not None and w.share > CPU_BUSIEST_MAX:
-        out.append(f"a CPU was {100 * w.share:.0f} % busy over {1e3 * w.window_s:.0f} ms (CPU {w.cpu}, "
-                   f"{w.start_s:.2f} s into the run; maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
+        out.append(
+            f"a CPU was {100 * w.share:.0f} % busy over {1e3 * w.window_s:.0f} ms (CPU {w.cpu}, "
+            f"{w.start_s:.2f} s into the run; maximum {100 * CPU_BUSIEST_MAX:.0f} %)"
+        )
     elif e.cpu_busiest > CPU_BUSIEST_MAX:
-        out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy over the run (maximum "
-                   f"{100 * CPU_BUSIEST_MAX:.0f} %)")
+        out.append(f"a CPU was {100 * e.cpu_busiest:.0f} % busy over the run (maximum {100 * CPU_BUSIEST_MAX:.0f} %)")
     if e.outside_cpu > OUTSIDE_CPU_MAX and e.outside_cpu * e.window_s > OUTSIDE_CPU_FLOOR_S:
-        out.append(f"processes outside the run took {100 * e.outside_cpu:.0f} % of a CPU during it (maximum "
-                   f"{100 * OUTSIDE_CPU_MAX:.0f} %; the busiest {e.outside_worst}): they took it from the links")
+        out.append(
+            f"processes outside the run took {100 * e.outside_cpu:.0f} % of a CPU during it (maximum "
+            f"{100 * OUTSIDE_CPU_MAX:.0f} %; the busiest {e.outside_worst}): they took it from the links"
+        )
     late = e.timers.max_s / e.link_packet_time_s if e.timers is not None and e.link_packet_time_s > 0 else 0.0
     if late > TIMER_LATE_MAX_PKTS:
         assert e.timers is not None
-        out.append(f"a qdisc timer fired {1e3 * e.timers.max_s:.1f} ms late on CPU {e.timers.max_cpu}, "
-                   f"{late:.1f} packet times (maximum {TIMER_LATE_MAX_PKTS:g}): a link or NIC there stalled with "
-                   f"frames waiting while the CPU was taken away")
+        out.append(
+            f"a qdisc timer fired {1e3 * e.timers.max_s:.1f} ms late on CPU {e.timers.max_cpu}, "
+            f"{late:.1f} packet times (maximum {TIMER_LATE_MAX_PKTS:g}): a link or NIC there stalled with "
+            f"frames waiting while the CPU was taken away"
+        )
     if e.max_giveups:
         out.append(f"{e.max_giveups} queue-maximum updates gave up under contention: the maxima may be low")
     if e.feedback_lost:
-        out.append(f"{e.feedback_lost} REPS entropies were lost in a full delay line before their propagation "
-                   f"round trip was over: the feedback the paper's REPS would have had is missing")
+        out.append(
+            f"{e.feedback_lost} REPS entropies were lost in a full delay line before their propagation "
+            f"round trip was over: the feedback the paper's REPS would have had is missing"
+        )
     if e.loop is not None:
         out += _transport_reasons(e.loop)
     if e.ideal is not None and e.ideal.get("placed"):
@@ -397,15 +426,18 @@ def _reasons(e: Evidence) -> list[str]:
 
 def _transport_reasons(t: LoopTiming) -> list[str]:
     out = []
-    for what, figures in (("ACKs acted on", (t.ack_late_p50_pkts, t.ack_late_p99_pkts, t.ack_late_max_pkts)),
-                          ("packets sent after their window opened",
-                           (t.send_late_p50_pkts, t.send_late_p99_pkts, t.send_late_max_pkts))):
+    for what, figures in (
+        ("ACKs acted on", (t.ack_late_p50_pkts, t.ack_late_p99_pkts, t.ack_late_max_pkts)),
+        ("packets sent after their window opened", (t.send_late_p50_pkts, t.send_late_p99_pkts, t.send_late_max_pkts)),
+    ):
         limits = [late_tolerance(w, t.base_rtt_pkts) for w in ("p50", "p99", "max")]
         if any(v > lim for v, lim in zip(figures, limits, strict=False)):
-            out.append(f"the transport fell behind: {what} late by {figures[0]:.2f} / {figures[1]:.2f} / "
-                       f"{figures[2]:.1f} packet times (median / 99th percentile / worst; maximum "
-                       f"{limits[0]:.2f} / {limits[1]:.2f} / {limits[2]:.1f} at a base RTT of "
-                       f"{t.base_rtt_pkts:.0f} packet times)")
+            out.append(
+                f"the transport fell behind: {what} late by {figures[0]:.2f} / {figures[1]:.2f} / "
+                f"{figures[2]:.1f} packet times (median / 99th percentile / worst; maximum "
+                f"{limits[0]:.2f} / {limits[1]:.2f} / {limits[2]:.1f} at a base RTT of "
+                f"{t.base_rtt_pkts:.0f} packet times)"
+            )
     if t.ring_overflow:
         out.append(f"the transport lost {t.ring_overflow} ACK events (its queue was full)")
     if t.incomplete_flows:
@@ -413,39 +445,65 @@ def _transport_reasons(t: LoopTiming) -> list[str]:
     return out
 
 
-TOLERANCES = {"pacing": PACING_TOLERANCE, "service_min": SERVICE_MIN, "start_skew_pkts": START_SKEW_MAX_PKTS,
-              "nic_burst_pkts": NIC_BURST_MAX_PKTS, "nic_stall_pkts": STALL_MAX_PKTS,
-              "cpu_busiest": CPU_BUSIEST_MAX, "timer_late_pkts": TIMER_LATE_MAX_PKTS, "outside_cpu": OUTSIDE_CPU_MAX,
-              "timing_excess_share": TIMING_EXCESS_MAX,
-              "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS, **{f"transport_late_{w}_share_of_base_rtt": v for w, v in LATE_SHARE.items()},
-              **{f"transport_late_{w}_floor_pkts": v for w, v in LATE_FLOOR_PKTS.items()}}
+TOLERANCES = {
+    "pacing": PACING_TOLERANCE,
+    "service_min": SERVICE_MIN,
+    "start_skew_pkts": START_SKEW_MAX_PKTS,
+    "nic_burst_pkts": NIC_BURST_MAX_PKTS,
+    "nic_stall_pkts": STALL_MAX_PKTS,
+    "cpu_busiest": CPU_BUSIEST_MAX,
+    "timer_late_pkts": TIMER_LATE_MAX_PKTS,
+    "outside_cpu": OUTSIDE_CPU_MAX,
+    "timing_excess_share": TIMING_EXCESS_MAX,
+    "timing_excess_floor_pkts": TIMING_EXCESS_FLOOR_PKTS,
+    **{f"transport_late_{w}_share_of_base_rtt": v for w, v in LATE_SHARE.items()},
+    **{f"transport_late_{w}_floor_pkts": v for w, v in LATE_FLOOR_PKTS.items()},
+}
 
 
 def verdict(e: Evidence) -> Verdict:
     reasons = _reasons(e)
     latest, _ = _worst(e.nic_late_pkts)
     return Verdict(
-        valid=not reasons, reasons=reasons, pacing_error_max=max((abs(v) for v in e.pacing.values()), default=0.0),
+        valid=not reasons,
+        reasons=reasons,
+        pacing_error_max=max((abs(v) for v in e.pacing.values()), default=0.0),
         pacing_error_mean=sum(e.pacing.values()) / len(e.pacing) if e.pacing else 0.0,
-        saturated_links=len(e.service), saturated_service_min=min(e.service.values(), default=1.0),
-        softnet_drops=e.softnet_drops, cpu_busy=e.cpu_busy, cpu_busiest=e.cpu_busiest, cpu_steal=e.cpu_steal,
-        sample_rate_hz=e.sample_rate_hz, start_skew_s=e.start_skew_s,
+        saturated_links=len(e.service),
+        saturated_service_min=min(e.service.values(), default=1.0),
+        softnet_drops=e.softnet_drops,
+        cpu_busy=e.cpu_busy,
+        cpu_busiest=e.cpu_busiest,
+        cpu_steal=e.cpu_steal,
+        sample_rate_hz=e.sample_rate_hz,
+        start_skew_s=e.start_skew_s,
         start_skew_pkts=e.start_skew_s / e.packet_time_s if e.packet_time_s > 0 else 0.0,
         nic_burst_pkts=max(e.nic_burst_pkts.values(), default=0.0),
         nic_stall_pkts=max(e.nic_stall_pkts.values(), default=0.0),
         nic_dry_pkts=max(e.nic_dry_pkts.values(), default=0.0),
         nic_held_pkts=max(e.nic_held_pkts.values(), default=0.0),
         nic_back_to_back=sum(e.nic_back_to_back.values()),
-        delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted,
-                  "overcounted": e.delivery.overcounted}, max_giveups=e.max_giveups,
-        cpu_awake=e.cpu_awake, nic_stamped=e.nic_stamped, nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
-        timing_excess_pkts=e.timing_excess_pkts, timing_excess_share=e.timing_excess_share,
-        tolerances=dict(TOLERANCES), pacing_error_by_host=dict(e.pacing), saturated_service_by_port=dict(e.service),
-        nic_burst_by_host=dict(e.nic_burst_pkts), nic_stall_by_host=dict(e.nic_stall_pkts),
+        delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted, "overcounted": e.delivery.overcounted},
+        max_giveups=e.max_giveups,
+        cpu_awake=e.cpu_awake,
+        nic_stamped=e.nic_stamped,
+        nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
+        timing_excess_pkts=e.timing_excess_pkts,
+        timing_excess_share=e.timing_excess_share,
+        tolerances=dict(TOLERANCES),
+        pacing_error_by_host=dict(e.pacing),
+        saturated_service_by_port=dict(e.service),
+        nic_burst_by_host=dict(e.nic_burst_pkts),
+        nic_stall_by_host=dict(e.nic_stall_pkts),
         nic_dry_by_host=dict(e.nic_dry_pkts),
-        nic_late_by_host=dict(e.nic_late_pkts), transport=asdict(e.loop) if e.loop is not None else None,
-        timers=asdict(e.timers) if e.timers is not None else None, latest_nic=latest,
-        latest_nic_gap_cause=gap_cause(e, latest) if latest else "", ideal=e.ideal, outside_cpu=e.outside_cpu,
+        nic_late_by_host=dict(e.nic_late_pkts),
+        transport=asdict(e.loop) if e.loop is not None else None,
+        timers=asdict(e.timers) if e.timers is not None else None,
+        latest_nic=latest,
+        latest_nic_gap_cause=gap_cause(e, latest) if latest else "",
+        ideal=e.ideal,
+        outside_cpu=e.outside_cpu,
         outside_worst=e.outside_worst,
         cpu_busiest_window=e.cpu_window.share if e.cpu_window is not None else e.cpu_busiest,
-        cpu_busiest_window_detail=asdict(e.cpu_window) if e.cpu_window is not None else None)
+        cpu_busiest_window_detail=asdict(e.cpu_window) if e.cpu_window is not None else None,
+    )

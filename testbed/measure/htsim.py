@@ -68,24 +68,35 @@ def twin(res: RunResults) -> Twin:
     ecn = m.get("ecn") or (m.get("summary") or {}).get("ecn") or {}
     ecn_pkts = _ecn_packets(ecn, int(params.get("payload", 4096)))
     seed = int(params.get("seed", 1))
-    cmd = (f"htsim_uec -tm flows.cm -topo topology.topo -end 1000000 -linkspeed {int(PAPER_RATE_BPS // 1e6)} "
-           f"-mtu {mtu} -sender_cc_only -sender_cc_algo constant -cwnd {HUGE_QUEUE_BYTES} "
-           f"-q {buffer // (mtu + 20)} -ecn {ecn_pkts} {ecn_pkts} -load_balancing_algo {lb} -paths {ENTROPIES} "
-           f"-seed {seed} -sack_threshold {mtu}")
-    notes = [f"run: {m.get('params', {}).get('workload')} {scheme} k={k} ({tree.kind}), seed {seed}, "
-             f"{len(flows)} flows",
-             f"propagation: {link_pkts:.2f} packet times per link = {link_ns} ns at 800 Gbit/s "
-             f"(downlink_latency_ns of every tier)",
-             "buffers: " + (f"the run's {buffer} bytes per port" if m.get("port_buffer_bytes") else
-                            "none in the run: huge ones (no loss)"),
-             f"load balancer: {scheme} -> {lb}" + ("" if scheme in LB else
-                                                    f" ({scheme} has no htsim_uec counterpart; oblivious spraying "
-                                                    f"stands in, so compare the testbed's rps with it)"),
-             "congestion control: none (a constant window larger than the message), per-packet ACKs "
-             "(-sack_threshold one packet), as the testbed's runs without --cc",
-             "htsim's -load_balancing_algo oblivious is a per-flow shuffled round robin over the entropies, not "
-             "i.i.d. random; with -paths 8192 its hash spreads every flow evenly",
-             "htsim reports 'finished at' when the last ACK returns; the testbed's CCT with ACKs ends there too"]
+    cmd = (
+        f"htsim_uec -tm flows.cm -topo topology.topo -end 1000000 -linkspeed {int(PAPER_RATE_BPS // 1e6)} "
+        f"-mtu {mtu} -sender_cc_only -sender_cc_algo constant -cwnd {HUGE_QUEUE_BYTES} "
+        f"-q {buffer // (mtu + 20)} -ecn {ecn_pkts} {ecn_pkts} -load_balancing_algo {lb} -paths {ENTROPIES} "
+        f"-seed {seed} -sack_threshold {mtu}"
+    )
+    notes = [
+        f"run: {m.get('params', {}).get('workload')} {scheme} k={k} ({tree.kind}), seed {seed}, {len(flows)} flows",
+        f"propagation: {link_pkts:.2f} packet times per link = {link_ns} ns at 800 Gbit/s "
+        f"(downlink_latency_ns of every tier)",
+        "buffers: "
+        + (
+            f"the run's {buffer} bytes per port"
+            if m.get("port_buffer_bytes")
+            else "none in the run: huge ones (no loss)"
+        ),
+        f"load balancer: {scheme} -> {lb}"
+        + (
+            ""
+            if scheme in LB
+            else f" ({scheme} has no htsim_uec counterpart; oblivious spraying "
+            f"stands in, so compare the testbed's rps with it)"
+        ),
+        "congestion control: none (a constant window larger than the message), per-packet ACKs "
+        "(-sack_threshold one packet), as the testbed's runs without --cc",
+        "htsim's -load_balancing_algo oblivious is a per-flow shuffled round robin over the entropies, not "
+        "i.i.d. random; with -paths 8192 its hash spreads every flow evenly",
+        "htsim reports 'finished at' when the last ACK returns; the testbed's CCT with ACKs ends there too",
+    ]
     return Twin("\n".join(lines) + "\n", topo, cmd, "\n".join(notes) + "\n")
 
 
@@ -117,8 +128,12 @@ def _topology(tree: FatTree, link_ns: int, buffer: int) -> str:
 def write(res: RunResults, out: Path) -> list[Path]:
     t = twin(res)
     out.mkdir(parents=True, exist_ok=True)
-    files = {"flows.cm": t.cm, "topology.topo": t.topology, "command.sh": "#!/bin/sh\n" + t.command + "\n",
-             "README.txt": t.notes}
+    files = {
+        "flows.cm": t.cm,
+        "topology.topo": t.topology,
+        "command.sh": "#!/bin/sh\n" + t.command + "\n",
+        "README.txt": t.notes,
+    }
     for name, text in files.items():
         (out / name).write_text(text)
     (out / "command.sh").chmod(0o755)

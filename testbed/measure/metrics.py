@@ -70,10 +70,17 @@ class FlowSample:
     dups: int = 0  # transport runs: arrivals of a PSN received before
 
 
-def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rate_bps: int,
-                      burst_bytes: int, ack_frame_bytes: int = 0, nic_burst_bytes: int | None = None,
-                      shift_s: Mapping[int, float] | None = None,
-                      after_s: Mapping[int, float] | None = None) -> float:
+def cct_lower_bound_s(
+    flows: list[Flow],
+    pk: Packetizer,
+    rate_bps: int,
+    host_rate_bps: int,
+    burst_bytes: int,
+    ack_frame_bytes: int = 0,
+    nic_burst_bytes: int | None = None,
+    shift_s: Mapping[int, float] | None = None,
+    after_s: Mapping[int, float] | None = None,
+) -> float:
     """No collective can finish sooner: each host's NIC (a token bucket of
     `burst_bytes` at the paced rate) sends at most burst + rate * t bytes in
     time t, and each host's last link (a token bucket at line rate) delivers at
@@ -123,7 +130,10 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
             best = max(best, t + max(0, later - burst) * 8 / rate + least)
         return best
 
-    hosts = max(*(need(v, nic_burst, host_rate_bps) for v in out.values()), *(need(v, burst_bytes, rate_bps) for v in into.values()))
+    hosts = max(
+        *(need(v, nic_burst, host_rate_bps) for v in out.values()),
+        *(need(v, burst_bytes, rate_bps) for v in into.values()),
+    )
     if not any(f.after for f in flows):
         return hosts
     wait = after_s or {}
@@ -132,7 +142,9 @@ def cct_lower_bound_s(flows: list[Flow], pk: Packetizer, rate_bps: int, host_rat
         b = pk.wire_bytes(f.size_bytes)
         before = delivered.get(f.after)  # a flow it waits for that is not among these: no wait
         ready = max(f.start_bits / rate_bps, before + wait.get(f.fid, 0.0) if before is not None else 0.0)
-        delivered[f.fid] = ready + max(max(0, b - nic_burst) * 8 / host_rate_bps, max(0, b - burst_bytes) * 8 / rate_bps)
+        delivered[f.fid] = ready + max(
+            max(0, b - nic_burst) * 8 / host_rate_bps, max(0, b - burst_bytes) * 8 / rate_bps
+        )
     return max(hosts, *(t + shift.get(fid, 0.0) for fid, t in delivered.items()))
 
 
@@ -149,8 +161,9 @@ def chain_wait_s(tree: FatTree, flows: Iterable[Flow], link_s: float) -> dict[in
     """Chained flows: how long after the flow it waits for arrived in full (as the kernel delivered it) each may
     start: that flow's one-way propagation, which its last packet had still to cross."""
     by_fid = {f.fid: f for f in flows}
-    return {f.fid: path_links(tree, by_fid[f.after].src, by_fid[f.after].dst) * link_s
-            for f in by_fid.values() if f.after}
+    return {
+        f.fid: path_links(tree, by_fid[f.after].src, by_fid[f.after].dst) * link_s for f in by_fid.values() if f.after
+    }
 
 
 def completion_ns(ends_ns: Mapping[int, int], shift_s: Mapping[int, float]) -> int:
@@ -176,9 +189,19 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
     out = []
     for p in tree.ports:
         s = ports[p.ifindex]
-        out.append(PortQueue(p.label, p.stage.label, s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
-                             s.max_pkts, s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0, s.max_bytes,
-                             s.tx_pkts, s.ecn_marked, s.buf_drops + s.buf_ack_drops))
+        out.append(
+            PortQueue(
+                p.label,
+                p.stage.label,
+                s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
+                s.max_pkts,
+                s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0,
+                s.max_bytes,
+                s.tx_pkts,
+                s.ecn_marked,
+                s.buf_drops + s.buf_ack_drops,
+            )
+        )
     return out
 
 
@@ -187,12 +210,23 @@ def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
     acc: dict[str, list[PortQueue]] = {s.label: [] for s in Stage}
     for q in queues:
         acc[q.stage].append(q)
-    return {st: {"avg_pkts": sum(q.avg_pkts for q in qs) / len(qs) if qs else 0.0,
-                 "max_pkts": max((q.max_pkts for q in qs), default=0)} for st, qs in acc.items()}
+    return {
+        st: {
+            "avg_pkts": sum(q.avg_pkts for q in qs) / len(qs) if qs else 0.0,
+            "max_pkts": max((q.max_pkts for q in qs), default=0),
+        }
+        for st, qs in acc.items()
+    }
 
 
-def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
-                  host_rate_bps: int, burst_bytes: int, overhead: int = 0) -> dict[str, float]:
+def pacing_errors(
+    tree: FatTree,
+    flows: Iterable[Flow],
+    ports: Mapping[int, PortSample],
+    host_rate_bps: int,
+    burst_bytes: int,
+    overhead: int = 0,
+) -> dict[str, float]:
     """Achieved / configured rate - 1 for each sending host NIC, measured from
     the arrival times of its frames at its edge switch, from its first frame to
     its last data frame (nic_span): the time a strictly periodic NIC (a token
@@ -210,13 +244,17 @@ def pacing_errors(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, Port
     return out
 
 
-def pacing_spans_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
-                      host_rate_bps: int) -> dict[str, float]:
+def pacing_spans_pkts(
+    tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer, host_rate_bps: int
+) -> dict[str, float]:
     """Each sending NIC's span (nic_span) in packet times at the paced rate: how much time its pacing error is
     over."""
     t = packet_time_ns(pk, host_rate_bps)
-    return {name: s.nic_span(pk.wire_overhead)[0] / t for name, s in _source_ports(tree, flows, ports).items()
-            if s.rx_pkts >= 2 and t > 0}
+    return {
+        name: s.nic_span(pk.wire_overhead)[0] / t
+        for name, s in _source_ports(tree, flows, ports).items()
+        if s.rx_pkts >= 2 and t > 0
+    }
 
 
 SWITCH_STAGES = (Stage.EDGE_AGG, Stage.AGG_CORE, Stage.CORE_AGG, Stage.AGG_EDGE)
@@ -234,8 +272,9 @@ def worst_overload(tree: FatTree, ports: Mapping[int, PortSample]) -> dict[str, 
     return out
 
 
-def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int,
-                overhead: int = 0) -> dict[str, float]:
+def utilisation(
+    tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, window_ns: int, overhead: int = 0
+) -> dict[str, float]:
     """Per port: bytes of line time carried (`overhead` per frame) / (line rate x the window)."""
     if window_ns <= 0:
         return {p.label: 0.0 for p in tree.ports}
@@ -243,8 +282,15 @@ def utilisation(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, w
     return {p.label: (ports[p.ifindex].tx_bytes + ports[p.ifindex].tx_pkts * overhead) / cap for p in tree.ports}
 
 
-def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], rate_bps: int,
-                          window_ns: int, overhead: int = 0, burst_bytes: int = 0) -> float:
+def delivered_utilisation(
+    tree: FatTree,
+    flows: Iterable[Flow],
+    ports: Mapping[int, PortSample],
+    rate_bps: int,
+    window_ns: int,
+    overhead: int = 0,
+    burst_bytes: int = 0,
+) -> float:
     """Network-wide utilisation (paper Fig. 1a): bytes delivered to the
     receivers over what their links could carry during the kernel's window
     (first send to last arrival). A token-bucket link carries at most
@@ -262,8 +308,14 @@ def delivered_utilisation(tree: FatTree, flows: Iterable[Flow], ports: Mapping[i
 MIN_PKTS_PER_BUSY_PERIOD = 20
 
 
-def saturated_service(tree: FatTree, ports: Mapping[int, PortSample], rate_bps: int, burst_bytes: int,
-                      host_rate_bps: int, overhead: int = 0) -> dict[str, float]:
+def saturated_service(
+    tree: FatTree,
+    ports: Mapping[int, PortSample],
+    rate_bps: int,
+    burst_bytes: int,
+    host_rate_bps: int,
+    overhead: int = 0,
+) -> dict[str, float]:
     """For every port that carried traffic: achieved / configured rate while
     busy. A TBF that keeps up delivers rate x T bytes in a busy time T, plus
     the tokens it starts a busy period with (at most one burst). On a port that
@@ -306,21 +358,27 @@ def intended_starts_ns(tree: FatTree, flows: Iterable[Flow], line_rate_bps: int)
     return out
 
 
-def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample],
-                  line_rate_bps: int = 0) -> int:
+def start_skew_ns(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], line_rate_bps: int = 0) -> int:
     """Spread of the sending NICs' first frames (their arrival at the edge
     switch), each counted from when the workload means it to start: 0 when
     every sender started at its instant."""
     flows = list(flows)
     starts = intended_starts_ns(tree, flows, line_rate_bps)
-    firsts = [s.first_rx_ns - starts.get(name, 0.0) for name, s in _source_ports(tree, flows, ports).items()
-              if s.first_rx_ns]
+    firsts = [
+        s.first_rx_ns - starts.get(name, 0.0) for name, s in _source_ports(tree, flows, ports).items() if s.first_rx_ns
+    ]
     return int(max(firsts) - min(firsts)) if firsts else 0
 
 
-def timing_excess_pkts(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
-                       host_rate_bps: int, nic_burst_bytes: int, line_rate_bps: int = 0
-                       ) -> tuple[dict[str, float], float]:
+def timing_excess_pkts(
+    tree: FatTree,
+    flows: Iterable[Flow],
+    ports: Mapping[int, PortSample],
+    pk: Packetizer,
+    host_rate_bps: int,
+    nic_burst_bytes: int,
+    line_rate_bps: int = 0,
+) -> tuple[dict[str, float], float]:
     """How much the emulator's own timing can have added to the CCT, in packet times.
 
     Per sending host, its NIC's lateness: how much later its last frame reached
@@ -366,8 +424,9 @@ class NicTiming:
     back_to_back: dict[str, int]  # its data frames sent less than half a packet time apart
 
 
-def nic_periodicity(tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer,
-                    host_rate_bps: int) -> NicTiming:
+def nic_periodicity(
+    tree: FatTree, flows: Iterable[Flow], ports: Mapping[int, PortSample], pk: Packetizer, host_rate_bps: int
+) -> NicTiming:
     """The sending NICs' timing (NicTiming) from the kernel's per-NIC
     records: the burst is the periodic-server work maximum minus one frame
     (ebpf/include/queue.h, queue_nic_depart)."""

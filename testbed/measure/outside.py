@@ -38,8 +38,8 @@ class Snapshot:
                     text = f.read()
             except OSError:
                 continue  # gone meanwhile
-            comm = text[text.index("(") + 1:text.rindex(")")]
-            fields = text[text.rindex(")") + 2:].split()  # from field 3 (state) on
+            comm = text[text.index("(") + 1 : text.rindex(")")]
+            fields = text[text.rindex(")") + 2 :].split()  # from field 3 (state) on
             ppid, flags = int(fields[1]), int(fields[6])
             if flags & PF_KTHREAD:
                 continue

@@ -66,8 +66,13 @@ def sources(k: int) -> dict[str, int]:
     edges = k * k / 2
     edge = edges * (1 - (1 - 1 / edges) ** w)
     pods = (k - 1) * (1 - (1 - 1 / (k - 1)) ** (w * w)) if k > 2 else 1.0
-    return {"edge_agg": max(1, round(edge)), "agg_core": max(1, round(pods)), "core_agg": k - 1,
-            "agg_edge": w, "edge_host": w}
+    return {
+        "edge_agg": max(1, round(edge)),
+        "agg_core": max(1, round(pods)),
+        "core_agg": k - 1,
+        "agg_edge": w,
+        "edge_host": w,
+    }
 
 
 def layer_means(k: int) -> dict[str, float]:

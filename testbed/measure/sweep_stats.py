@@ -18,8 +18,18 @@ import pandas as pd
 
 TABLE, SPEC = "results.parquet", "sweep.json"
 # what distinguishes one cell from another, besides the seed
-CELL_KEYS = ("topology", "k", "workload", "size_bytes", "load", "cell_failure", "cell_payload", "cell_cc",
-             "cell_mix", "cell_label")
+CELL_KEYS = (
+    "topology",
+    "k",
+    "workload",
+    "size_bytes",
+    "load",
+    "cell_failure",
+    "cell_payload",
+    "cell_cc",
+    "cell_mix",
+    "cell_label",
+)
 
 
 class SweepError(RuntimeError):
@@ -49,8 +59,9 @@ def varying(rows: pd.DataFrame) -> list[str]:
     return [k for k in CELL_KEYS if k in rows and rows[k].nunique() > 1]
 
 
-def summarise(rows: pd.DataFrame, metrics: tuple[str, ...] = ("cct_increase", "max_queue_pkts", "utilisation")
-              ) -> pd.DataFrame:
+def summarise(
+    rows: pd.DataFrame, metrics: tuple[str, ...] = ("cct_increase", "max_queue_pkts", "utilisation")
+) -> pd.DataFrame:
     """One row per cell (every cell key, the scheme label last): runs, valid runs, left out, and for each
     metric the mean and standard error of the mean over the valid runs (NaN with no valid run; SEM 0 with
     one)."""
@@ -98,8 +109,14 @@ def growth(rows: pd.DataFrame, metric: str, scheme: str) -> Growth | None:
         return Growth(scheme, metric, float(fit.slope), (math.nan, math.nan), 2, 2)
     t = float(stats.t.ppf(0.975, len(d) - 2))
     err = float(fit.stderr) if math.isfinite(float(fit.stderr)) else 0.0  # a perfect fit (a constant queue)
-    return Growth(scheme, metric, float(fit.slope), (float(fit.slope) - t * err, float(fit.slope) + t * err),
-                  len(d), int(d["size_bytes"].nunique()))
+    return Growth(
+        scheme,
+        metric,
+        float(fit.slope),
+        (float(fit.slope) - t * err, float(fit.slope) + t * err),
+        len(d),
+        int(d["size_bytes"].nunique()),
+    )
 
 
 def growths(rows: pd.DataFrame, metrics: tuple[str, ...] = ("max_queue_pkts", "cct_increase")) -> list[Growth]:

@@ -24,21 +24,50 @@ import pandas as pd
 
 from traffic.sender import FlowSent, Lateness
 
-TRACE_DTYPE = np.dtype([("t_ns", "<u8"), ("fid", "<u4"), ("psn", "<u4"), ("cwnd", "<f4"), ("rtt_ns", "<u4"),
-                        ("inflight", "<u4"), ("ecn", "u1"), ("rule", "u1"), ("pad", "<u2")])
+TRACE_DTYPE = np.dtype(
+    [
+        ("t_ns", "<u8"),
+        ("fid", "<u4"),
+        ("psn", "<u4"),
+        ("cwnd", "<f4"),
+        ("rtt_ns", "<u4"),
+        ("inflight", "<u4"),
+        ("ecn", "u1"),
+        ("rule", "u1"),
+        ("pad", "<u2"),
+    ]
+)
 # traffic/cca.h CCA_R_*; 255: an ACK that fed nothing (its packet had been acknowledged before)
-RULES = {0: "increase", 1: "decrease", 2: "held", 3: "fair", 4: "proportional", 5: "fast", 6: "no-change",
-         7: "loss", 8: "timeout", 9: "quick-adapt", 255: "ignored"}
+RULES = {
+    0: "increase",
+    1: "decrease",
+    2: "held",
+    3: "fair",
+    4: "proportional",
+    5: "fast",
+    6: "no-change",
+    7: "loss",
+    8: "timeout",
+    9: "quick-adapt",
+    255: "ignored",
+}
 
 
 def read_trace(path: Path, t0_ns: int, pkt_ns: float) -> pd.DataFrame:
     """The window trace: one row per record, times from the run's first packet, round trips in packet times."""
     raw = np.fromfile(path, dtype=TRACE_DTYPE) if path.exists() else np.zeros(0, dtype=TRACE_DTYPE)
-    return pd.DataFrame({
-        "t_s": (raw["t_ns"].astype(np.int64) - t0_ns) / 1e9, "fid": raw["fid"], "psn": raw["psn"],
-        "cwnd_pkts": raw["cwnd"].astype(np.float64), "rtt_pkts": raw["rtt_ns"] / pkt_ns,
-        "inflight": raw["inflight"], "ecn": raw["ecn"].astype(bool),
-        "rule": pd.Categorical([RULES.get(int(r), str(r)) for r in raw["rule"]], categories=list(RULES.values()))})
+    return pd.DataFrame(
+        {
+            "t_s": (raw["t_ns"].astype(np.int64) - t0_ns) / 1e9,
+            "fid": raw["fid"],
+            "psn": raw["psn"],
+            "cwnd_pkts": raw["cwnd"].astype(np.float64),
+            "rtt_pkts": raw["rtt_ns"] / pkt_ns,
+            "inflight": raw["inflight"],
+            "ecn": raw["ecn"].astype(bool),
+            "rule": pd.Categorical([RULES.get(int(r), str(r)) for r in raw["rule"]], categories=list(RULES.values())),
+        }
+    )
 
 
 @dataclass(frozen=True)
@@ -57,13 +86,29 @@ class LoopTiming:
 
     @classmethod
     def of(cls, lat: Lateness, pkt_ns: float, incomplete: int, base_rtt_ns: float) -> LoopTiming:
-        return cls(lat.ack_p50_ns / pkt_ns, lat.ack_p99_ns / pkt_ns, lat.ack_max_ns / pkt_ns,
-                   lat.send_p50_ns / pkt_ns, lat.send_p99_ns / pkt_ns, lat.send_max_ns / pkt_ns,
-                   lat.ring_overflow, incomplete, base_rtt_ns / pkt_ns)
+        return cls(
+            lat.ack_p50_ns / pkt_ns,
+            lat.ack_p99_ns / pkt_ns,
+            lat.ack_max_ns / pkt_ns,
+            lat.send_p50_ns / pkt_ns,
+            lat.send_p99_ns / pkt_ns,
+            lat.send_max_ns / pkt_ns,
+            lat.ring_overflow,
+            incomplete,
+            base_rtt_ns / pkt_ns,
+        )
 
 
-def summary(trace: pd.DataFrame, sent: dict[int, FlowSent], timing: LoopTiming, described: dict[str, Any],
-            rx_uniq: int, rx_dups: int, buffer_drops: int, ack_drops: int) -> dict[str, Any]:
+def summary(
+    trace: pd.DataFrame,
+    sent: dict[int, FlowSent],
+    timing: LoopTiming,
+    described: dict[str, Any],
+    rx_uniq: int,
+    rx_dups: int,
+    buffer_drops: int,
+    ack_drops: int,
+) -> dict[str, Any]:
     """One run's transport figures (the Result's `transport`)."""
     rules = trace["rule"].value_counts() if len(trace) else pd.Series(dtype=int)
     return {
@@ -72,8 +117,10 @@ def summary(trace: pd.DataFrame, sent: dict[int, FlowSent], timing: LoopTiming, 
         "fast_retransmits": sum(f.fast_retransmits for f in sent.values()),
         "timeouts": sum(f.timeouts for f in sent.values()),
         "spurious_retransmits": sum(f.spurious for f in sent.values()),
-        "received_unique": rx_uniq, "received_duplicates": rx_dups,
-        "buffer_drops": buffer_drops, "buffer_ack_drops": ack_drops,
+        "received_unique": rx_uniq,
+        "received_duplicates": rx_dups,
+        "buffer_drops": buffer_drops,
+        "buffer_ack_drops": ack_drops,
         "rules": {str(k): int(v) for k, v in rules.items() if v},
         "cwnd_final_mean_pkts": float(np.mean([f.final_cwnd for f in sent.values()])) if sent else 0.0,
         "cwnd_min_pkts": float(trace["cwnd_pkts"].min()) if len(trace) else 0.0,

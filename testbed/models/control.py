@@ -249,8 +249,9 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
     a_ub = [port_rows[g] for g in gids]
     b_ub = [1.0] * len(gids)
     cost = [0.0] * (n - 1) + [-1.0]
-    res = linprog(cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=[(0, None)] * (n - 1) + [(0, 1)],
-                  method="highs")
+    res = linprog(
+        cost, A_ub=a_ub, b_ub=b_ub, A_eq=a_eq, b_eq=b_eq, bounds=[(0, None)] * (n - 1) + [(0, 1)], method="highs"
+    )
     if res.status != 0:
         raise RuntimeError(f"rho_max linear program failed: {res.message}")
     rho = float(res.x[-1])

@@ -200,8 +200,15 @@ def drill_draw(j: int, draw0: int, draw1: int) -> int:
     return (draw0, draw1)[j] if j < 2 else _mix(_mix(draw0, j), draw1)
 
 
-def drill_port(w: int, memories: Sequence[int], draw0: int, draw1: int, queue_bytes: Sequence[int],
-               mask: int | None = None, dm: tuple[int, int] = DRILL_DEFAULT) -> tuple[int, tuple[int, int]]:
+def drill_port(
+    w: int,
+    memories: Sequence[int],
+    draw0: int,
+    draw1: int,
+    queue_bytes: Sequence[int],
+    mask: int | None = None,
+    dm: tuple[int, int] = DRILL_DEFAULT,
+) -> tuple[int, tuple[int, int]]:
     """DRILL(d, m): the m remembered uplinks (one no longer valid stands in as the first sample), then d
     uniformly drawn valid ones; fewest bytes wins, ties go to the earlier candidate, and becomes memory 0; with
     m = 2 the least loaded of the others (ties: earlier) becomes memory 1. Returns (uplink, the memories after)."""
@@ -341,7 +348,10 @@ def conga_scores(x: Decision) -> list[int]:
     local = [sampled.conga_metric(d, s.ctau) for d in s.dre]
     if x.level != LEVEL_EDGE:
         return local
-    return [max(m, sampled.conga_aged(r, e, s.epoch, s.age)) for m, r, e in zip(local, s.remote, s.remote_epochs, strict=False)]
+    return [
+        max(m, sampled.conga_aged(r, e, s.epoch, s.age))
+        for m, r, e in zip(local, s.remote, s.remote_epochs, strict=False)
+    ]
 
 
 def model_conga(x: Decision, basis: Sequence[int]) -> tuple[int, int]:

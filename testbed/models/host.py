@@ -46,8 +46,9 @@ class RepsState:
 
     @staticmethod
     def pack(valid: int, head: int, count: int, ev: tuple[int, ...], acked: bool = False) -> RepsState:
-        return RepsState(valid & 0xFF | (head % REPS_SLOTS) << _HEAD_SHIFT | count << _COUNT_SHIFT
-                         | int(acked) << _ACKED_SHIFT, ev)
+        return RepsState(
+            valid & 0xFF | (head % REPS_SLOTS) << _HEAD_SHIFT | count << _COUNT_SHIFT | int(acked) << _ACKED_SHIFT, ev
+        )
 
 
 def reps_take(st: RepsState, fresh: int) -> tuple[int, bool, RepsState]:

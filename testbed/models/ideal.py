@@ -115,10 +115,19 @@ def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
         raise SchemeError(f"the ideal fabric models full frames: sizes must be multiples of {pk.payload} B")
 
 
-def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, pk: Packetizer | None = None,
-             link_bucket: float = LINK_BUCKET, nic_bucket: float = NIC_BUCKET,
-             start_jitter: float = 0.0, order: str = "random", propagation: float = 0.0,
-             buckets_bytes: tuple[int, int] | None = None) -> IdealResult:
+def simulate(
+    tree: FatTree,
+    config: SchemeConfig,
+    flows: list[Flow],
+    seed: int,
+    pk: Packetizer | None = None,
+    link_bucket: float = LINK_BUCKET,
+    nic_bucket: float = NIC_BUCKET,
+    start_jitter: float = 0.0,
+    order: str = "random",
+    propagation: float = 0.0,
+    buckets_bytes: tuple[int, int] | None = None,
+) -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
     pointers and the random choices. Frames at one switch at one instant are
     taken in a random order (`order="random"`: a hash of the seed, the frame
@@ -150,8 +159,11 @@ def simulate(tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, 
         buckets[(p.node, p.peer)] = _Bucket(nic_bucket if by_name[p.node].is_host else link_bucket)
         stage_of[(p.node, p.peer)] = p.stage
     up = {sw.name: [p.peer for p in tree.uplinks(sw.name)] for sw in tree.switches if sw.level is not Level.CORE}
-    core_down = {sw.name: {by_name[p.peer].pod: p.peer for p in tree.downlinks(sw.name)}
-                 for sw in tree.switches if sw.level is Level.CORE}
+    core_down = {
+        sw.name: {by_name[p.peer].pod: p.peer for p in tree.downlinks(sw.name)}
+        for sw in tree.switches
+        if sw.level is Level.CORE
+    }
     pipe_of: dict[tuple[str, str], int] = {}
     if config.scheme is Scheme.POFAN:
         for p in tree.ports:
@@ -269,8 +281,9 @@ def shifted_cct_pkts(tree: FatTree, flows: list[Flow], flow_done: dict[int, floa
     return max(flow_done[f.fid] + links_of(tree, f) * propagation for f in flows if f.fid in flow_done)
 
 
-def _buckets(pk: Packetizer, link_bucket: float, nic_bucket: float,
-             buckets_bytes: tuple[int, int] | None) -> tuple[float, float]:
+def _buckets(
+    pk: Packetizer, link_bucket: float, nic_bucket: float, buckets_bytes: tuple[int, int] | None
+) -> tuple[float, float]:
     """The links' and NICs' buckets in the workload's frames."""
     frame = pk.wire_len(pk.payload)
     if buckets_bytes is not None:
@@ -279,15 +292,21 @@ def _buckets(pk: Packetizer, link_bucket: float, nic_bucket: float,
     return link_bucket * scale, nic_bucket * scale
 
 
-def bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, propagation: float = 0.0,
-               buckets_bytes: tuple[int, int] | None = None) -> float:
+def bound_pkts(
+    tree: FatTree,
+    flows: list[Flow],
+    pk: Packetizer,
+    propagation: float = 0.0,
+    buckets_bytes: tuple[int, int] | None = None,
+) -> float:
     """The CCT lower bound that simulate() reports for these flows with the fabric's buckets, in packet times."""
     link, nic = _buckets(pk, LINK_BUCKET, NIC_BUCKET, buckets_bytes)
     return _bound_pkts(tree, flows, pk, link, nic, propagation)
 
 
-def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float,
-                propagation: float = 0.0) -> float:
+def _bound_pkts(
+    tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: float, nic_bucket: float, propagation: float = 0.0
+) -> float:
     """metrics.cct_lower_bound_s in packet times, for full frames at load 1 (one flow per host: each host's
     term grows by its flow's links x `propagation`)."""
     sent: dict[int, tuple[int, int]] = {}  # host -> (frames, links of its flow)
@@ -296,4 +315,7 @@ def _bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, link_bucket: f
         n, links = pk.count(f.size_bytes), links_of(tree, f)
         sent[f.src] = (sent.get(f.src, (0, links))[0] + n, min(links, sent.get(f.src, (0, links))[1]))
         recv[f.dst] = (recv.get(f.dst, (0, links))[0] + n, min(links, recv.get(f.dst, (0, links))[1]))
-    return max(*(n - nic_bucket + links * propagation for n, links in sent.values()), *(n - link_bucket + links * propagation for n, links in recv.values()))
+    return max(
+        *(n - nic_bucket + links * propagation for n, links in sent.values()),
+        *(n - link_bucket + links * propagation for n, links in recv.values()),
+    )

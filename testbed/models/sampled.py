@@ -65,13 +65,18 @@ class SampledParams:
     drill_m: int = 1  # and remembered uplinks
 
     def __post_init__(self) -> None:
-        for name, v in (("--sample-interval", self.sample_pkts), ("--flood-interval", self.flood_pkts),
-                        ("--dre-interval", self.dre_pkts)):
+        for name, v in (
+            ("--sample-interval", self.sample_pkts),
+            ("--flood-interval", self.flood_pkts),
+            ("--dre-interval", self.dre_pkts),
+        ):
             if not 0 < v <= 1e7:
                 raise SchemeError(f"{name} must be in (0, 1e7] packet times, got {v}")
         if not 1 <= self.drill_d <= DRILL_D_MAX or not 0 <= self.drill_m <= DRILL_M_MAX:
-            raise SchemeError(f"DRILL(d, m) needs --drill-d in 1..{DRILL_D_MAX} and --drill-m in 0..{DRILL_M_MAX}, "
-                              f"got {self.drill_d}, {self.drill_m}")
+            raise SchemeError(
+                f"DRILL(d, m) needs --drill-d in 1..{DRILL_D_MAX} and --drill-m in 0..{DRILL_M_MAX}, "
+                f"got {self.drill_d}, {self.drill_m}"
+            )
         for name, (lo, hi) in (("--load-bands", self.load_band), ("--queue-bands", self.queue_band)):
             if not 0 <= lo < hi <= 1 << 40:
                 raise SchemeError(f"{name} needs 0 <= LO < HI, got {lo},{hi}")
@@ -119,11 +124,19 @@ def settings(p: SampledParams, rate_bps: int, frame_bytes: int, edges_per_pod: i
     sample_ns = max(1, round(p.sample_pkts * pkt_ns))
     line_bytes = rate_bps / 8e9 * sample_ns  # bytes the line carries in one sampling interval
     dre_ns = max(1, round(p.dre_pkts * pkt_ns))
-    return Settings(active=active, sample_ns=sample_ns, flood_ns=max(1, round(p.flood_pkts * pkt_ns)), dre_ns=dre_ns,
-                    load_lo=round(p.load_band[0] * line_bytes), load_hi=round(p.load_band[1] * line_bytes),
-                    queue_lo=int(p.queue_band[0]), queue_hi=int(p.queue_band[1]),
-                    conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)), edges_per_pod=edges_per_pod,
-                    drill=p.drill_d | p.drill_m << 8)
+    return Settings(
+        active=active,
+        sample_ns=sample_ns,
+        flood_ns=max(1, round(p.flood_pkts * pkt_ns)),
+        dre_ns=dre_ns,
+        load_lo=round(p.load_band[0] * line_bytes),
+        load_hi=round(p.load_band[1] * line_bytes),
+        queue_lo=int(p.queue_band[0]),
+        queue_hi=int(p.queue_band[1]),
+        conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)),
+        edges_per_pod=edges_per_pod,
+        drill=p.drill_d | p.drill_m << 8,
+    )
 
 
 # -- DLB: sampling ---------------------------------------------------------------------
@@ -140,8 +153,9 @@ def band(v: int, lo: int, hi: int) -> int:
 
 
 def quality(load: int, queue: int, s: Settings) -> int:
-    return (s.load_weight * band(load, s.load_lo, s.load_hi)
-            + (8 - s.load_weight) * band(queue, s.queue_lo, s.queue_hi)) >> 3
+    return (
+        s.load_weight * band(load, s.load_lo, s.load_hi) + (8 - s.load_weight) * band(queue, s.queue_lo, s.queue_hi)
+    ) >> 3
 
 
 def _nonneg(v: int) -> int:
@@ -175,8 +189,16 @@ def decay_dre(dre: int, n: int, s: Settings) -> int:
 
 
 # -- SGLB: the flood ------------------------------------------------------------------------
-def flood_view(level_core: bool, top: bool, pod: int, n_edges: int, edges_per_pod: int,
-               down_quality: Sequence[int | None], up_quality: Sequence[int], mask_of_pod: Sequence[int]) -> list[int]:
+def flood_view(
+    level_core: bool,
+    top: bool,
+    pod: int,
+    n_edges: int,
+    edges_per_pod: int,
+    down_quality: Sequence[int | None],
+    up_quality: Sequence[int],
+    mask_of_pod: Sequence[int],
+) -> list[int]:
     """What an aggregation or top switch floods, per destination edge (lb_flood): the quality of its downlink
     toward the edge (slot = pod for a core, edge index otherwise; None: no route, worst), or toward another pod
     the best quality of its uplinks valid for that pod (mask_of_pod[pod])."""

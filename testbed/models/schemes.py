@@ -134,10 +134,14 @@ class SchemeConfig:
         return cls(scheme, parse_pipe_size(pipe) if pipe else 4)
 
     def validate(self, n_ports: int) -> None:
-        if self.scheme is Scheme.POFAN and self.pipe_size != PIPES_PER_CPU and (
-                self.pipe_size < 1 or n_ports % self.pipe_size):
-                raise SchemeError(f"pipe size must be >= 1 and divide the {n_ports} ports of a switch, "
-                                  f"got {self.pipe_size}")
+        if (
+            self.scheme is Scheme.POFAN
+            and self.pipe_size != PIPES_PER_CPU
+            and (self.pipe_size < 1 or n_ports % self.pipe_size)
+        ):
+            raise SchemeError(
+                f"pipe size must be >= 1 and divide the {n_ports} ports of a switch, got {self.pipe_size}"
+            )
 
 
 def parse_pipe_size(text: str) -> int:

@@ -182,61 +182,137 @@ def _m(schemes: tuple[str, ...], **kw: Any) -> Matrix:
 @functools.cache
 def experiments() -> dict[str, Experiment]:
     """Every experiment, built on first use (each matrix checks its cells)."""
-    return {e.name: e for e in (
-        Experiment("fig1", "utilisation against the load, 1 MB permutation (Fig. 1)",
-                   _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), seeds=(1, 2, 3)),
-                   _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), ks=(12,), seeds=(1, 2, 3))),
-        Experiment("fig3", "worst link overload per stage, 1 MB inter-pod permutation (Fig. 3)",
-                   _m(FIG3, inter_pod=True, seeds=(1, 2)),
-                   _m(FIG3, inter_pod=True, ks=(12,), seeds=(1, 2))),
-        Experiment("fig4", "largest queue and CCT increase against the message size (Figs. 4 and 7)",
-                   _m(FIG4, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                   _m(FIG4, sizes=(256 * KB, MB, 4 * MB), ks=(12,), seeds=(1, 2))),
-        Experiment("fig5", "CCT increase against the network size, 1 MB permutation (Fig. 5a)",
-                   _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                   _m(MAIN, ks=(4, 8, 12, 16), seeds=(1, 2))),
-        Experiment("fig6", "pOfan variants and DRB against the network size (Fig. 6)",
-                   _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
-                   _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12), seeds=(1, 2))),
-        Experiment("fig8", "Ofan's CCT against the packet size, a 0.5 MB message (Fig. 8)",
-                   _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_QUICK, seeds=(1, 2)),
-                   _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_PAPER, ks=(12,), seeds=(1, 2))),
-        Experiment("fig9", "CCT increase over the fault-free bound under random link failures, hosts paced at "
-                   "rho_max (Fig. 9)",
-                   _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), seeds=(1, 2)),
-                   _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), ks=(12,), seeds=(1, 2))),
-        Experiment("fig10", "the two-level fat tree (Fig. 10)",
-                   _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                   _m(MAIN, topology="leafspine", ks=(64,), seeds=(1,))),
-        Experiment("fig12", "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
-                   _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,)),
-                   _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=(1,))),
-        Experiment("fig11", "4Ofan on half the LB switches among AR ones, four ways, a 1 MB permutation (Fig. 11)",
-                   _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
-                   _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=(1, 2))),
-        Experiment("fig13", "MoE dispatch, hierarchical, skew 1.48x and 1.13x (EPLB), without a CCA and with NSCC "
-                   "(Fig. 13)",
-                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(512 * KB,), ccs=("none", "nscc"), gpus_per_server=4,
-                      payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2)),
-                   _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(MB,), ccs=("none", "nscc"), ks=(8,),
-                      payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2))),
-        Experiment("fig14", "FSDP2's chained backward pass on Llama-3 405B (1,533 packets per step), NSCC and Swift "
-                   "(Fig. 14)",
-                   _m(MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), gpus_per_server=4,
-                      seeds=(1,)),
-                   _m(MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), ks=(8,), steps=8,
-                      seeds=(1,))),
-        Experiment("fig14m", "FSDP2's chained backward pass per model: 8B and 405B, Ofan, AR and REPS with NSCC "
-                   "(Fig. 14)",
-                   _m(("ar", "reps", "ofan"), workloads=("fsdp",), sizes=(119 * 4096, 1533 * 4096), ccs=("nscc",),
-                      gpus_per_server=4, seeds=(1,)),
-                   _m(("ar", "reps", "ofan"), workloads=("fsdp",), sizes=(119 * 4096, 1533 * 4096), ccs=("nscc",),
-                      ks=(8,), steps=8, seeds=(1,))),
-        Experiment("fig17", "DRB's and Ofan's largest queue against the network size, inter-pod permutation "
-                   "(Fig. 17)",
-                   _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
-                   _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12), seeds=(1, 2, 3))),
-    )}
+    return {
+        e.name: e
+        for e in (
+            Experiment(
+                "fig1",
+                "utilisation against the load, 1 MB permutation (Fig. 1)",
+                _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), seeds=(1, 2, 3)),
+                _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), ks=(12,), seeds=(1, 2, 3)),
+            ),
+            Experiment(
+                "fig3",
+                "worst link overload per stage, 1 MB inter-pod permutation (Fig. 3)",
+                _m(FIG3, inter_pod=True, seeds=(1, 2)),
+                _m(FIG3, inter_pod=True, ks=(12,), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig4",
+                "largest queue and CCT increase against the message size (Figs. 4 and 7)",
+                _m(FIG4, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                _m(FIG4, sizes=(256 * KB, MB, 4 * MB), ks=(12,), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig5",
+                "CCT increase against the network size, 1 MB permutation (Fig. 5a)",
+                _m(MAIN, ks=(4, 8), seeds=(1, 2)),
+                _m(MAIN, ks=(4, 8, 12, 16), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig6",
+                "pOfan variants and DRB against the network size (Fig. 6)",
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig8",
+                "Ofan's CCT against the packet size, a 0.5 MB message (Fig. 8)",
+                _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_QUICK, seeds=(1, 2)),
+                _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_PAPER, ks=(12,), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig9",
+                "CCT increase over the fault-free bound under random link failures, hosts paced at rho_max (Fig. 9)",
+                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), seeds=(1, 2)),
+                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), ks=(12,), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig10",
+                "the two-level fat tree (Fig. 10)",
+                _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
+                _m(MAIN, topology="leafspine", ks=(64,), seeds=(1,)),
+            ),
+            Experiment(
+                "fig12",
+                "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
+                _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,)),
+                _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=(1,)),
+            ),
+            Experiment(
+                "fig11",
+                "4Ofan on half the LB switches among AR ones, four ways, a 1 MB permutation (Fig. 11)",
+                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
+                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=(1, 2)),
+            ),
+            Experiment(
+                "fig13",
+                "MoE dispatch, hierarchical, skew 1.48x and 1.13x (EPLB), without a CCA and with NSCC (Fig. 13)",
+                _m(
+                    MAIN,
+                    workloads=("moe", "moe-eplb"),
+                    sizes=(512 * KB,),
+                    ccs=("none", "nscc"),
+                    gpus_per_server=4,
+                    payloads=(32768,),
+                    ecn_threshold="10pkts",
+                    seeds=(1, 2),
+                ),
+                _m(
+                    MAIN,
+                    workloads=("moe", "moe-eplb"),
+                    sizes=(MB,),
+                    ccs=("none", "nscc"),
+                    ks=(8,),
+                    payloads=(32768,),
+                    ecn_threshold="10pkts",
+                    seeds=(1, 2),
+                ),
+            ),
+            Experiment(
+                "fig14",
+                "FSDP2's chained backward pass on Llama-3 405B (1,533 packets per step), NSCC and Swift (Fig. 14)",
+                _m(
+                    MAIN,
+                    workloads=("fsdp",),
+                    sizes=(1533 * 4096,),
+                    ccs=("nscc", "swift"),
+                    gpus_per_server=4,
+                    seeds=(1,),
+                ),
+                _m(
+                    MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), ks=(8,), steps=8, seeds=(1,)
+                ),
+            ),
+            Experiment(
+                "fig14m",
+                "FSDP2's chained backward pass per model: 8B and 405B, Ofan, AR and REPS with NSCC (Fig. 14)",
+                _m(
+                    ("ar", "reps", "ofan"),
+                    workloads=("fsdp",),
+                    sizes=(119 * 4096, 1533 * 4096),
+                    ccs=("nscc",),
+                    gpus_per_server=4,
+                    seeds=(1,),
+                ),
+                _m(
+                    ("ar", "reps", "ofan"),
+                    workloads=("fsdp",),
+                    sizes=(119 * 4096, 1533 * 4096),
+                    ccs=("nscc",),
+                    ks=(8,),
+                    steps=8,
+                    seeds=(1,),
+                ),
+            ),
+            Experiment(
+                "fig17",
+                "DRB's and Ofan's largest queue against the network size, inter-pod permutation (Fig. 17)",
+                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
+                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12), seeds=(1, 2, 3)),
+            ),
+        )
+    }
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -247,8 +323,14 @@ def c_fig1_utilisation(d: Data) -> Outcome:
         return no_data("fig1 at load 1.0")
     ok = u["ofan"].mean >= 0.97 and u["reps"].mean < 0.95 and u["ar"].mean < 0.95
     detail = ", ".join(f"{s} {100 * v.mean:.1f} +- {100 * v.sem:.1f} %" for s, v in u.items())
-    notes = "" if ok else ("utilisation here is delivered bytes over the receivers' capacity during what the "
-                           "kernel saw (propagation left out, as the paper's ~99 % for Ofan implies)")
+    notes = (
+        ""
+        if ok
+        else (
+            "utilisation here is delivered bytes over the receivers' capacity during what the "
+            "kernel saw (propagation left out, as the paper's ~99 % for Ofan implies)"
+        )
+    )
     return Outcome(verdict(ok), u["ofan"].mean * 100, u["ofan"].sem * 100, "% (Ofan)", detail, notes)
 
 
@@ -277,8 +359,10 @@ def c_fig3_rr_jsq(d: Data) -> Outcome:
         down = min(o[st].mean for st in STAGES_DOWN)
         ok = ok and up <= 0.10 and down >= max(3 * up, 0.10)
         head = up if s == "rr" else head
-        parts.append(f"{s}: uplinks {', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_UP)}, downlinks "
-                     f"{', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_DOWN)}")
+        parts.append(
+            f"{s}: uplinks {', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_UP)}, downlinks "
+            f"{', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_DOWN)}"
+        )
     return Outcome(verdict(ok), None, None, "", "; ".join(parts))
 
 
@@ -302,8 +386,13 @@ def c_fig3_ethereal(d: Data) -> Outcome:
     if not all(v.ok for v in o.values()):
         return no_data("fig3 ethereal")
     worst = max(v.mean for v in o.values())
-    return Outcome(verdict(worst <= 0.02), 100 * worst, None, "% worst stage",
-                   ", ".join(f"{st} {100 * v.mean:.2f} %" for st, v in o.items()))
+    return Outcome(
+        verdict(worst <= 0.02),
+        100 * worst,
+        None,
+        "% worst stage",
+        ", ".join(f"{st} {100 * v.mean:.2f} %" for st, v in o.items()),
+    )
 
 
 def _exponents(rows: pd.DataFrame, labels: tuple[str, ...]) -> dict[str, Any]:
@@ -348,8 +437,14 @@ def c_f4_edge_bound(d: Data) -> Outcome:
     ok = all(q <= bound for q, bound, _ in worst)
     detail = ", ".join(f"k={k}: largest {q} packets, w + 1 = {b}" for q, b, k in sorted(worst, key=lambda x: x[2]))
     excess = max(q - b for q, b, _ in worst)
-    return Outcome(verdict(ok), float(excess), None, "packets beyond w + 1 (worst)", detail,
-                   "" if ok else "the kernel's queue counts a packet until the far end's program sees it")
+    return Outcome(
+        verdict(ok),
+        float(excess),
+        None,
+        "packets beyond w + 1 (worst)",
+        detail,
+        "" if ok else "the kernel's queue counts a packet until the far end's program sees it",
+    )
 
 
 def c_f2_orders(d: Data) -> Outcome:
@@ -357,9 +452,14 @@ def c_f2_orders(d: Data) -> Outcome:
     n = decisions.distinct_cycles(basis)
     adds = len({tuple((basis[i] + s) % 6 for i in range(6)) for s in range(6)})
     ok = n >= 30 and adds == 6
-    return Outcome(verdict(ok), float(n), None, "distinct cyclic orders (w = 6)",
-                   f"basis {list(basis)}: {n} cyclic orders from the XOR and the addition; the addition alone "
-                   f"gives {adds} orders (rotations of one cycle)")
+    return Outcome(
+        verdict(ok),
+        float(n),
+        None,
+        "distinct cyclic orders (w = 6)",
+        f"basis {list(basis)}: {n} cyclic orders from the XOR and the addition; the addition alone "
+        f"gives {adds} orders (rotations of one cycle)",
+    )
 
 
 def c_f3_ratio(d: Data) -> Outcome:
@@ -380,15 +480,22 @@ def c_f3_ratio(d: Data) -> Outcome:
 
 def c_drb_small(d: Data) -> Outcome:
     rows = d.of("fig4")
-    small, large = stat(rows, "cct_increase", cell_label="drb", size_bytes=256 * KB), \
-        stat(rows, "cct_increase", cell_label="drb", size_bytes=4 * MB)
+    small, large = (
+        stat(rows, "cct_increase", cell_label="drb", size_bytes=256 * KB),
+        stat(rows, "cct_increase", cell_label="drb", size_bytes=4 * MB),
+    )
     ofan = stat(rows, "cct_increase", cell_label="ofan", size_bytes=256 * KB)
     if not (small.ok and large.ok and ofan.ok):
         return no_data("fig4 drb and ofan at 256 KB and 4 MB")
     gap = diff(small, ofan)
     ok = small.mean > large.mean and gap.mean > gap.sem
-    return Outcome(verdict(ok), 100 * gap.mean, 100 * gap.sem, "points, DRB - Ofan at 256 KB",
-                   f"DRB {pct(small)} at 256 KB, {pct(large)} at 4 MB; Ofan {pct(ofan)} at 256 KB")
+    return Outcome(
+        verdict(ok),
+        100 * gap.mean,
+        100 * gap.sem,
+        "points, DRB - Ofan at 256 KB",
+        f"DRB {pct(small)} at 256 KB, {pct(large)} at 4 MB; Ofan {pct(ofan)} at 256 KB",
+    )
 
 
 def c_fig5_gap(d: Data) -> Outcome:
@@ -402,10 +509,16 @@ def c_fig5_gap(d: Data) -> Outcome:
         return no_data("fig5 at two sizes")
     lo, hi = gaps[min(gaps)], gaps[max(gaps)]
     ok = all(g.mean > 0 for g in gaps.values()) and hi.mean > lo.mean
-    detail = ", ".join(f"k={k} ({FatTree(k).n_hosts} hosts): {100 * g.mean:.2f} +- {100 * g.sem:.2f} points"
-                       for k, g in gaps.items())
-    return Outcome(verdict(ok), 100 * hi.mean, 100 * hi.sem, f"points at k={max(gaps)}",
-                   "best of AR and REPS minus 4Ofan: " + detail)
+    detail = ", ".join(
+        f"k={k} ({FatTree(k).n_hosts} hosts): {100 * g.mean:.2f} +- {100 * g.sem:.2f} points" for k, g in gaps.items()
+    )
+    return Outcome(
+        verdict(ok),
+        100 * hi.mean,
+        100 * hi.sem,
+        f"points at k={max(gaps)}",
+        "best of AR and REPS minus 4Ofan: " + detail,
+    )
 
 
 def c_fig6_half(d: Data) -> Outcome:
@@ -419,8 +532,14 @@ def c_fig6_half(d: Data) -> Outcome:
     gap = diff(drb, ofan)
     detail = f"k={k}: DRB {pct(drb)}, 1Ofan {pct(one)}, Ofan {pct(ofan)}"
     if gap.mean <= 2 * gap.sem:
-        return Outcome("not comparable", None, None, "", detail,
-                       "DRB and Ofan are within two standard errors of each other here: no gap to share")
+        return Outcome(
+            "not comparable",
+            None,
+            None,
+            "",
+            detail,
+            "DRB and Ofan are within two standard errors of each other here: no gap to share",
+        )
     r = (drb.mean - one.mean) / gap.mean
     return Outcome(verdict(0.25 <= r <= 0.75), r, None, "of the DRB-Ofan gap recovered by 1Ofan", detail)
 
@@ -431,8 +550,13 @@ def c_fig7_sqrt(d: Data) -> Outcome:
     out, ok = [], True
     slopes = []
     for s in ("ar", "reps"):
-        gaps = [diff(stat(rows, "cct_increase", cell_label=s, size_bytes=m),
-                     stat(rows, "cct_increase", cell_label="ofan", size_bytes=m)) for m in sizes]
+        gaps = [
+            diff(
+                stat(rows, "cct_increase", cell_label=s, size_bytes=m),
+                stat(rows, "cct_increase", cell_label="ofan", size_bytes=m),
+            )
+            for m in sizes
+        ]
         if not all(g.ok for g in gaps):
             return no_data(f"fig4 {s} and ofan at every size")
         if any(g.mean <= 0 for g in gaps):
@@ -443,8 +567,9 @@ def c_fig7_sqrt(d: Data) -> Outcome:
         slopes.append(b)
         ok = ok and -0.8 <= b <= -0.2
         out.append(f"{s} - Ofan: {', '.join(f'{100 * g.mean:.2f}' for g in gaps)} points, exponent {b:.2f} +- {se:.2f}")
-    return Outcome(verdict(ok), float(np.mean(slopes)) if slopes else None, None, "mean exponent of the gap",
-                   "; ".join(out))
+    return Outcome(
+        verdict(ok), float(np.mean(slopes)) if slopes else None, None, "mean exponent of the gap", "; ".join(out)
+    )
 
 
 def c_fig7_reps(d: Data) -> Outcome:
@@ -455,13 +580,21 @@ def c_fig7_reps(d: Data) -> Outcome:
     freezes = int(reps["host_lb_freezes"].sum()) if "host_lb_freezes" in reps else 0
     detail = f"REPS connections frozen in the congestion-control runs (4 MB): {freezes}"
     if not freezes:
-        return Outcome("not comparable", 0.0, None, "freezes", detail,
-                       "no REPS connection timed out, so freezing never triggered; without congestion control no "
-                       "packet is lost here (unlimited buffers), so the paper's conjecture cannot be exercised")
+        return Outcome(
+            "not comparable",
+            0.0,
+            None,
+            "freezes",
+            detail,
+            "no REPS connection timed out, so freezing never triggered; without congestion control no "
+            "packet is lost here (unlimited buffers), so the paper's conjecture cannot be exercised",
+        )
     worse = []
     for cc in sorted(reps["cell_cc"].unique()):
-        r, a = stat(rows, "cct_increase", cell_label="reps", cell_cc=cc), stat(rows, "cct_increase", cell_label="ar",
-                                                                               cell_cc=cc)
+        r, a = (
+            stat(rows, "cct_increase", cell_label="reps", cell_cc=cc),
+            stat(rows, "cct_increase", cell_label="ar", cell_cc=cc),
+        )
         worse.append((cc, r, a))
     ok = all(r.mean > a.mean for _, r, a in worse)
     detail += "; " + ", ".join(f"{cc}: REPS {pct(r)}, AR {pct(a)}" for cc, r, a in worse)
@@ -487,11 +620,19 @@ def c_fig8_sweet(d: Data) -> Outcome:
     model = math.sqrt(h / alpha * message) if alpha > 0 else math.inf
     interior = min(ccts) < best < max(ccts)
     ok = interior and best / 2 <= model <= best * 2
-    detail = (", ".join(f"{p} B: {1e3 * s.mean:.1f} ms" for p, s in ccts.items()) +
-              f"; best {best} B; model alpha {alpha:.2f} packets, P - H = {model:.0f} B")
-    notes = "" if ok else ("a TBF with tokens forwards a frame without its serialisation time at each hop, so larger "
-                           "packets cost less here than with store-and-forward switches (htsim's): the optimum "
-                           "moves up")
+    detail = (
+        ", ".join(f"{p} B: {1e3 * s.mean:.1f} ms" for p, s in ccts.items())
+        + f"; best {best} B; model alpha {alpha:.2f} packets, P - H = {model:.0f} B"
+    )
+    notes = (
+        ""
+        if ok
+        else (
+            "a TBF with tokens forwards a frame without its serialisation time at each hop, so larger "
+            "packets cost less here than with store-and-forward switches (htsim's): the optimum "
+            "moves up"
+        )
+    )
     return Outcome(verdict(ok), float(best), None, "bytes, the best payload", detail, notes)
 
 
@@ -509,10 +650,17 @@ def c_fig9_failures(d: Data) -> Outcome:
         margin = min(margin, best_other - st["ofan"].mean)
         ok = ok and st["ofan"].mean < best_other
         parts.append(f"p={p:g}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
-    return Outcome(verdict(ok), 100 * margin, None, "points, best of REPS and AR minus Ofan (smallest)",
-                   "; ".join(parts),
-                   "" if ok else "see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of "
-                                 "Ofan's rotation, which rho_max does not assume")
+    return Outcome(
+        verdict(ok),
+        100 * margin,
+        None,
+        "points, best of REPS and AR minus Ofan (smallest)",
+        "; ".join(parts),
+        ""
+        if ok
+        else "see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of "
+        "Ofan's rotation, which rho_max does not assume",
+    )
 
 
 def c_fig10(d: Data) -> Outcome:
@@ -523,9 +671,14 @@ def c_fig10(d: Data) -> Outcome:
     base = min(cct["ar"].mean, cct["reps"].mean)
     red = {s: 1 - cct[s].mean / base for s in ("ofan", "4ofan")}
     ok = all(v >= 0.11 for v in red.values())
-    return Outcome(verdict(ok), 100 * min(red.values()), None, "% CCT reduction (the smaller of Ofan, 4Ofan)",
-                   ", ".join(f"{s} {1e3 * v.mean:.1f} ms" for s, v in cct.items()),
-                   "" if ok else "the paper's fabric is k=64 (2,048 hosts); the quick scale runs k=16")
+    return Outcome(
+        verdict(ok),
+        100 * min(red.values()),
+        None,
+        "% CCT reduction (the smaller of Ofan, 4Ofan)",
+        ", ".join(f"{s} {1e3 * v.mean:.1f} ms" for s, v in cct.items()),
+        "" if ok else "the paper's fabric is k=64 (2,048 hosts); the quick scale runs k=16",
+    )
 
 
 def c_fig12(cc: str, lo: float) -> Callable[[Data], Outcome]:
@@ -537,18 +690,32 @@ def c_fig12(cc: str, lo: float) -> Callable[[Data], Outcome]:
         detail = ", ".join(f"{s} {pct(v)}" for s, v in st.items())
         if cc == "dctcp":
             ok = max(st["ofan"].mean, st["4ofan"].mean) < 0.01 and min(st["reps"].mean, st["ar"].mean) >= 1.0
-            return Outcome(verdict(ok), 1 + min(st["reps"].mean, st["ar"].mean), None,
-                           "x the bound, the better of REPS and AR", detail)
+            return Outcome(
+                verdict(ok),
+                1 + min(st["reps"].mean, st["ar"].mean),
+                None,
+                "x the bound, the better of REPS and AR",
+                detail,
+            )
         gap = min(st["reps"].mean, st["ar"].mean) - max(st["ofan"].mean, st["4ofan"].mean)
-        return Outcome(verdict(gap >= lo), 100 * gap, None, "points, the better of REPS and AR minus the worse of "
-                       "Ofan and 4Ofan", detail, "" if cc != "swift" else "the paper's MSwift is this testbed's swift")
+        return Outcome(
+            verdict(gap >= lo),
+            100 * gap,
+            None,
+            "points, the better of REPS and AR minus the worse of Ofan and 4Ofan",
+            detail,
+            "" if cc != "swift" else "the paper's MSwift is this testbed's swift",
+        )
+
     return check
 
 
 def _mixes(d: Data) -> tuple[Stat, Stat, dict[str, Stat]] | None:
     rows = d.of("fig11")
-    ar, p4 = stat(rows, "cct_increase", cell_label="ar", cell_mix="none"), \
-        stat(rows, "cct_increase", cell_label="4ofan", cell_mix="none")
+    ar, p4 = (
+        stat(rows, "cct_increase", cell_label="ar", cell_mix="none"),
+        stat(rows, "cct_increase", cell_label="4ofan", cell_mix="none"),
+    )
     mixes = {m: stat(rows, "cct_increase", cell_label="4ofan", cell_mix=m) for m in MIXED}
     if not (ar.ok and p4.ok and all(v.ok for v in mixes.values())):
         return None
@@ -556,8 +723,9 @@ def _mixes(d: Data) -> tuple[Stat, Stat, dict[str, Stat]] | None:
 
 
 def _mix_detail(ar: Stat, p4: Stat, mixes: dict[str, Stat]) -> str:
-    return (f"all AR {pct(ar)}, all 4Ofan {pct(p4)}, midpoint {100 * (ar.mean + p4.mean) / 2:.2f} %; "
-            + ", ".join(f"{m} {pct(v)}" for m, v in mixes.items()))
+    return f"all AR {pct(ar)}, all 4Ofan {pct(p4)}, midpoint {100 * (ar.mean + p4.mean) / 2:.2f} %; " + ", ".join(
+        f"{m} {pct(v)}" for m, v in mixes.items()
+    )
 
 
 def c_fig11_mixes(d: Data) -> Outcome:
@@ -569,9 +737,14 @@ def c_fig11_mixes(d: Data) -> Outcome:
     lowers = all(v.mean < ar.mean for v in mixes.values())
     above = all(v.mean >= mid - v.sem for v in mixes.values())
     worst = max(v.mean for v in mixes.values())
-    return Outcome(verdict(lowers and above), 100 * (min(v.mean for v in mixes.values()) - mid), None,
-                   "points, the best mix above the midpoint", _mix_detail(ar, p4, mixes),
-                   "" if lowers else f"a mix read {100 * worst:.2f} %, not below all-AR's {pct(ar)}")
+    return Outcome(
+        verdict(lowers and above),
+        100 * (min(v.mean for v in mixes.values()) - mid),
+        None,
+        "points, the best mix above the midpoint",
+        _mix_detail(ar, p4, mixes),
+        "" if lowers else f"a mix read {100 * worst:.2f} %, not below all-AR's {pct(ar)}",
+    )
 
 
 def c_fig11_edge(d: Data) -> Outcome:
@@ -580,8 +753,13 @@ def c_fig11_edge(d: Data) -> Outcome:
         return no_data("fig11 (all AR, all 4Ofan and the four mixes)")
     ar, p4, mixes = got
     best = min(mixes, key=lambda m: mixes[m].mean)
-    return Outcome(verdict(best == "edge"), 100 * mixes["edge"].mean, 100 * mixes["edge"].sem,
-                   "% CCT increase, 4Ofan at the edge", _mix_detail(ar, p4, mixes) + f"; best mix: {best}")
+    return Outcome(
+        verdict(best == "edge"),
+        100 * mixes["edge"].mean,
+        100 * mixes["edge"].sem,
+        "% CCT increase, 4Ofan at the edge",
+        _mix_detail(ar, p4, mixes) + f"; best mix: {best}",
+    )
 
 
 MOE = ("ar", "reps", "ofan", "4ofan")
@@ -605,12 +783,16 @@ def c_fig13_receivers(d: Data) -> Outcome:
         spread_worst = max(spread_worst, spread)
         ofan_best = cct["ofan"] <= min(cct[s] for s in ("ar", "reps")) * 1.02
         ok = ok and at_receivers and big >= 0.10 and spread <= 0.10 and ofan_best
-        parts.append(f"{wl}: largest queue at the receivers {stages['edge_host']:.0f} packets (other stages up to "
-                     f"{max(v for k, v in stages.items() if k != 'edge_host'):.0f}), {100 * big:.0f} % of the bound "
-                     f"in packet times; CCT spread {100 * spread:.1f} % ("
-                     + ", ".join(f"{s} {1e3 * v:.1f} ms" for s, v in cct.items()) + ")")
-    return Outcome(verdict(ok), 100 * spread_worst, None, "% CCT spread over the schemes (worst skew)",
-                   "; ".join(parts))
+        parts.append(
+            f"{wl}: largest queue at the receivers {stages['edge_host']:.0f} packets (other stages up to "
+            f"{max(v for k, v in stages.items() if k != 'edge_host'):.0f}), {100 * big:.0f} % of the bound "
+            f"in packet times; CCT spread {100 * spread:.1f} % ("
+            + ", ".join(f"{s} {1e3 * v:.1f} ms" for s, v in cct.items())
+            + ")"
+        )
+    return Outcome(
+        verdict(ok), 100 * spread_worst, None, "% CCT spread over the schemes (worst skew)", "; ".join(parts)
+    )
 
 
 def c_fig13_nscc(d: Data) -> Outcome:
@@ -625,9 +807,13 @@ def c_fig13_nscc(d: Data) -> Outcome:
         gaps[wl] = diff(st[other], st["ofan"])
         parts.append(f"{wl}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
     ok = all(g.mean > 0 for g in gaps.values()) and gaps["moe-eplb"].mean > gaps["moe"].mean
-    return Outcome(verdict(ok), 100 * gaps["moe-eplb"].mean, 100 * gaps["moe-eplb"].sem,
-                   "points, the better of AR and REPS minus Ofan (EPLB)",
-                   "; ".join(parts) + "; gaps " + ", ".join(f"{wl} {100 * g.mean:.2f}" for wl, g in gaps.items()))
+    return Outcome(
+        verdict(ok),
+        100 * gaps["moe-eplb"].mean,
+        100 * gaps["moe-eplb"].sem,
+        "points, the better of AR and REPS minus Ofan (EPLB)",
+        "; ".join(parts) + "; gaps " + ", ".join(f"{wl} {100 * g.mean:.2f}" for wl, g in gaps.items()),
+    )
 
 
 def c_fig14_factor(d: Data) -> Outcome:
@@ -640,11 +826,16 @@ def c_fig14_factor(d: Data) -> Outcome:
         base = min(st["ar"].mean, st["reps"].mean)
         f = {s: base / st[s].mean if st[s].mean > 0 else math.inf for s in ("ofan", "4ofan")}
         factors += list(f.values())
-        parts.append(f"{cc}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items())
-                     + "; factors " + ", ".join(f"{s} {v:.1f}x" for s, v in f.items()))
+        parts.append(
+            f"{cc}: "
+            + ", ".join(f"{s} {pct(v)}" for s, v in st.items())
+            + "; factors "
+            + ", ".join(f"{s} {v:.1f}x" for s, v in f.items())
+        )
     ok = all(v >= 4 for v in factors)
-    return Outcome(verdict(ok), min(factors), None, "x, the smallest factor (Ofan or 4Ofan, NSCC or Swift)",
-                   "; ".join(parts))
+    return Outcome(
+        verdict(ok), min(factors), None, "x, the smallest factor (Ofan or 4Ofan, NSCC or Swift)", "; ".join(parts)
+    )
 
 
 def c_fig14_models(d: Data) -> Outcome:
@@ -654,12 +845,20 @@ def c_fig14_models(d: Data) -> Outcome:
     if not all(v.ok for v in st.values()):
         return no_data("fig14m (8B and 405B)")
     ofan_falls = st[("ofan", sizes[1])].mean < st[("ofan", sizes[0])].mean
-    ratio = {s: st[(s, sizes[1])].mean / st[(s, sizes[0])].mean if st[(s, sizes[0])].mean > 0 else math.inf
-             for s in ("ar", "reps", "ofan")}
+    ratio = {
+        s: st[(s, sizes[1])].mean / st[(s, sizes[0])].mean if st[(s, sizes[0])].mean > 0 else math.inf
+        for s in ("ar", "reps", "ofan")
+    }
     ok = ofan_falls and ratio["ofan"] < min(ratio["ar"], ratio["reps"])
-    return Outcome(verdict(ok), ratio["ofan"], None, "Ofan's increase at 405B over 8B",
-                   ", ".join(f"{s} {pct(st[(s, sizes[0])])} at 8B, {pct(st[(s, sizes[1])])} at 405B" for s in
-                             ("ar", "reps", "ofan")))
+    return Outcome(
+        verdict(ok),
+        ratio["ofan"],
+        None,
+        "Ofan's increase at 405B over 8B",
+        ", ".join(
+            f"{s} {pct(st[(s, sizes[0])])} at 8B, {pct(st[(s, sizes[1])])} at 405B" for s in ("ar", "reps", "ofan")
+        ),
+    )
 
 
 def c_fig18_model(d: Data) -> Outcome:
@@ -676,12 +875,22 @@ def c_fig18_model(d: Data) -> Outcome:
         e = got["edge_agg"] - model["edge_agg"]
         edge_err = max(edge_err, abs(e))
         ok = ok and abs(e) <= max(0.25 * model["edge_agg"], 0.1)
-        ok = ok and all(got[st] <= max(3 * model[st], model[st] + 0.25) and model[st] <= max(3 * got[st], got[st] + 0.25)
-                        for st in queue_model.STAGES if st != "edge_agg")
-        parts.append(f"k={int(k)}: " + ", ".join(f"{st} {got[st]:.2f} (model {model[st]:.2f})"
-                                              for st in queue_model.STAGES))
-    return Outcome(verdict(ok), edge_err, None, "packets, the edge uplinks' largest error", "; ".join(parts),
-                   "" if ok else "the kernel counts a packet in a queue until the far end's program sees it")
+        ok = ok and all(
+            got[st] <= max(3 * model[st], model[st] + 0.25) and model[st] <= max(3 * got[st], got[st] + 0.25)
+            for st in queue_model.STAGES
+            if st != "edge_agg"
+        )
+        parts.append(
+            f"k={int(k)}: " + ", ".join(f"{st} {got[st]:.2f} (model {model[st]:.2f})" for st in queue_model.STAGES)
+        )
+    return Outcome(
+        verdict(ok),
+        edge_err,
+        None,
+        "packets, the edge uplinks' largest error",
+        "; ".join(parts),
+        "" if ok else "the kernel counts a packet in a queue until the far end's program sees it",
+    )
 
 
 def c_memory(d: Data) -> Outcome:
@@ -691,18 +900,27 @@ def c_memory(d: Data) -> Outcome:
     agg_ptrs = decisions.N_CLASSES * (tree.pods - 1)  # one per (other pod, size class)
     edge_kb, agg_b, basis_b = edge_ptrs * b / 8 / 1024, agg_ptrs * b / 8, tree.w * b / 8
     ok = abs(edge_kb - 2.5) <= 0.125 and abs(agg_b - 79) <= 2 and round(basis_b) == 20
-    return Outcome(verdict(ok), edge_kb, None, "KB per edge switch (k=64)",
-                   f"edge switch {edge_ptrs} pointers of {b} bits = {edge_kb:.2f} KB; aggregation switch {agg_ptrs} "
-                   f"pointers = {agg_b:.0f} B; basis {tree.w} x {b} bits = {basis_b:.0f} B")
+    return Outcome(
+        verdict(ok),
+        edge_kb,
+        None,
+        "KB per edge switch (k=64)",
+        f"edge switch {edge_ptrs} pointers of {b} bits = {edge_kb:.2f} KB; aggregation switch {agg_ptrs} "
+        f"pointers = {agg_b:.0f} B; basis {tree.w} x {b} bits = {basis_b:.0f} B",
+    )
 
 
 def c_rtt(d: Data) -> Outcome:
     rtt = 2 * 6 * PAPER_LINK_DELAY_PKTS  # an inter-pod path, both ways, in packet times of 4,178 B
     m1, m4 = 256 / rtt, 1024 / rtt
     ok = abs(rtt / 150 - 1) <= 0.1 and abs(m1 / 1.7 - 1) <= 0.1 and abs(m4 / 6.8 - 1) <= 0.1
-    return Outcome(verdict(ok), rtt, None, "packet times, the inter-pod propagation RTT",
-                   f"1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one packet time, "
-                   f"left out)")
+    return Outcome(
+        verdict(ok),
+        rtt,
+        None,
+        "packet times, the inter-pod propagation RTT",
+        f"1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one packet time, left out)",
+    )
 
 
 def claims() -> list[Claim]:
@@ -711,114 +929,302 @@ def claims() -> list[Claim]:
 
 def _claims() -> list[Claim]:
     return [
-        Claim("C1", "Sec. 1, Fig. 1(a)", "At load 1 (1 MB permutation, no congestion control) REPS and AR saturate "
-              "below 95 % utilisation while Ofan reaches about 99 %.", "REPS, AR < 95 %; Ofan about 99 %",
-              "Ofan's mean utilisation at load 1 >= 97 % and REPS's and AR's < 95 %", "fig1", c_fig1_utilisation),
-        Claim("C2", "Sec. 1, Fig. 1(a)", "Below load 0.9 every scheme keeps up with the load (utilisation on the "
-              "diagonal).", "utilisation = load up to 0.9",
-              "at load 0.8 every scheme's mean utilisation is within 3 points of 80 %", "fig1", c_fig1_load),
-        Claim("C3", "Sec. 3.2, Fig. 3", "Simple RR and JSQ balance both uplink stages almost perfectly and collapse "
-              "on both downlink stages.", "near 0 up, large down",
-              "for RR and JSQ: worst overload of E->A and A->C <= 10 %, and each of C->A and A->E >= 3x that and "
-              ">= 10 %", "fig3", c_fig3_rr_jsq),
-        Claim("C4", "Sec. 3.2, Fig. 3", "Only the destination-aware schemes are near-flat across all four stages.",
-              "Ofan, 4Ofan, DRB, Ethereal near 0 at every stage",
-              "the worst stage of every destination-aware scheme <= 10 % < the worst stage of every destination-"
-              "oblivious one (RR, JSQ, Choice, DRILL, RPS, AR)", "fig3", c_fig3_aware),
-        Claim("C5", "Sec. 3.2, Fig. 3", "Ethereal achieves ideal balance.", "0 at every stage",
-              "Ethereal's worst overload at every stage <= 2 %", "fig3", c_fig3_ethereal),
-        Claim("C6", "Sec. 3.3-3.5, Fig. 4(b), Thm. 2", "Simple RR, JSQ and CONGA: the largest queue grows nearly "
-              "linearly with the message size.", "Theta(m)",
-              "each one's exponent of the largest queue against m (least squares, 256 KB-4 MB) >= 0.7", "fig4",
-              c_fig4_linear),
-        Claim("C7", "Sec. 3.3-3.5, Fig. 4(b), Thm. 1", "RPS (RSQ), REPS and AR: the largest queue grows about as "
-              "the square root of the message size.", "Theta(sqrt m)", "each one's exponent in [0.3, 0.7)", "fig4",
-              c_fig4_sqrt),
-        Claim("C8", "Sec. 3.4-5.1, Fig. 4(b), Thms. 3-5", "Ethereal, DRB, 4Ofan and Ofan: the largest queue does not "
-              "grow with the message size.", "O(1)", "each one's exponent < 0.3", "fig4", c_fig4_flat),
-        Claim("C9", "App. F.4", "Ofan's edge-uplink queue never exceeds w + 1 packets, whatever the message size.",
-              "<= w + 1 (exact)", "the largest edge-uplink queue of every valid Ofan run without ACKs or failures "
-              "<= k/2 + 1", None, c_f4_edge_bound),
-        Claim("C10", "App. F.2", "For w = 6 the XOR-and-add mapping yields 30 distinct cyclic port orders, against 6 "
-              "with additions alone.", "30 vs 6",
-              "the testbed's basis gives >= 30 distinct cyclic orders; the addition alone gives w = 6 orders", None,
-              c_f2_orders),
-        Claim("C11", "App. F.3, Fig. 17", "The ratio of DRB's largest queue to Ofan's grows with the network size.",
-              "growing ratio", "DRB/Ofan (means) at the largest k > at the smallest k, and > 1", "fig17", c_f3_ratio),
-        Claim("C12", "Sec. 4.2", "DRB is balanced for large messages but worse for small ones, which Ofan's "
-              "consolidated pointers avoid.", "DRB worse at small m",
-              "DRB's CCT increase at 256 KB > at 4 MB, and above Ofan's at 256 KB by more than one SEM", "fig4",
-              c_drb_small),
-        Claim("C13", "Sec. 6.1, Fig. 5(a)", "The CCT gap between 4Ofan and the existing schemes grows with the network "
-              "size.", "about 5 % at 16 hosts to 11 % at 1,024",
-              "(best of AR and REPS) - 4Ofan > 0 at every k, and larger at the largest k than at the smallest",
-              "fig5", c_fig5_gap),
-        Claim("C14", "Sec. 6.1, Fig. 6", "1Ofan against DRB recovers roughly half the CCT gap between DRB and Ofan "
-              "(consolidation at the aggregation switches).", "about 1/2",
-              "(DRB - 1Ofan) / (DRB - Ofan) at the largest k in [0.25, 0.75]; not comparable if DRB - Ofan <= 2 SEM",
-              "fig6", c_fig6_half),
-        Claim("C15", "Sec. 6.1, Fig. 7", "The CCT gap between REPS or AR and Ofan falls like 1/sqrt(m).",
-              "exponent -1/2", "the exponent of (X - Ofan) in CCT increase against m in [-0.8, -0.2] for X = AR and "
-              "REPS (and every gap > 0)", "fig4", c_fig7_sqrt),
-        Claim("C16", "Sec. 6.1, Fig. 7(a)", "REPS gets notably worse at very large messages, conjectured to be its "
-              "freezing mode.", "REPS worst at large m",
-              "if REPS froze in the congestion-control runs: REPS's CCT increase > AR's under every CCA; else not "
-              "comparable", "fig12", c_fig7_reps),
-        Claim("C17", "Sec. 4.2, 6.1, Fig. 8, Thm. 6", "Ofan's CCT has a sweet spot in the packet size, where "
-              "P - H = sqrt((H / alpha) D).", "interior optimum near the model's",
-              "the payload of least CCT is neither the smallest nor the largest tried, and the model's P - H (alpha "
-              "from the 4 KB runs) is within 2x of it", "fig8", c_fig8_sweet),
-        Claim("C18", "Sec. 6.2, Fig. 9", "Under random link failures, hosts paced at rho_max, Ofan keeps "
-              "outperforming REPS and AR.", "Ofan lowest",
-              "at every failure probability > 0, Ofan's mean CCT increase over the fault-free bound < REPS's and "
-              "AR's", "fig9", c_fig9_failures),
-        Claim("C19", "Sec. 6.3, Fig. 10", "On a two-level fat tree Ofan and 4Ofan reduce the CCT by over 11 % "
-              "against REPS and AR.", "> 11 % (k=64)",
-              "1 - CCT(X) / min(CCT(AR), CCT(REPS)) >= 11 % for X = Ofan and 4Ofan", "fig10", c_fig10),
-        Claim("C20", "Sec. 6.4, Fig. 11", "Mixing 4Ofan with AR on half the LB switches only lowers the CCT, and every "
-              "mix is slightly above the midpoint of all-AR and all-4Ofan.", "below AR; above the midpoint (7.3 %)",
-              "every mix's mean CCT increase < all-AR's, and >= the midpoint minus its SEM", "fig11", c_fig11_mixes),
-        Claim("C21", "Sec. 6.5, Fig. 12(a)", "With DCTCP, REPS's and AR's CCTs are multiplied by 3-4x while Ofan's "
-              "and 4Ofan's increase stays under 1 %.", "3-4x; < 1 %",
-              "Ofan and 4Ofan < 1 %, REPS and AR >= 2x the bound (a 4 MB permutation)", "fig12", c_fig12("dctcp", 0)),
-        Claim("C22", "Sec. 6.5, Fig. 12", "With NSCC, REPS and AR are worse than Ofan and 4Ofan by at least 8 %.",
-              ">= 8 points", "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 8 points", "fig12",
-              c_fig12("nscc", 0.08)),
-        Claim("C23", "Sec. 6.5, Fig. 12", "With MSwift, REPS and AR are worse than Ofan and 4Ofan by at least 14 %.",
-              ">= 14 points", "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 14 points (swift)", "fig12",
-              c_fig12("swift", 0.14)),
-        Claim("C24", "Sec. 6.6, Fig. 13(a, b)", "MoE dispatch without congestion control: the bottleneck is the "
-              "receivers, their buffers grow large (beyond 100 MB), and LB matters little, Ofan a bit better; skew "
-              "1.48x, 1.13x with EPLB.", "> 100 MB at the receivers; small LB effect",
-              "for both skews: the largest queue at the receivers' links (E->H) is the largest of any stage and >= "
-              "10 % of the bound in packet times; the schemes' mean CCTs within 10 % of each other; Ofan's <= 1.02 x "
-              "the better of AR and REPS", "fig13", c_fig13_receivers),
-        Claim("C25", "Sec. 6.7, Fig. 14", "FSDP2 on Llama-3 405B: Ofan (4Ofan) cuts the CCT increase by 16x (15x) "
-              "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.", "16x, 39x",
-              "with NSCC and with Swift, the better of AR and REPS over Ofan's and over 4Ofan's CCT increase >= 4x "
-              "(a quarter of the paper's smallest factor)", "fig14", c_fig14_factor),
-        Claim("C26", "Sec. 4.1", "At k=64 an edge switch needs 4K pointers (about 2.5 KB), an aggregation switch 126 "
-              "(79 B), plus 20 B for the basis.", "2.5 KB, 79 B, 20 B",
-              "the testbed's pointer count x ceil(log2 w) bits within 5 % (2 B for the aggregation switch)", None,
-              c_memory),
-        Claim("C28", "Sec. 6.4, Fig. 11", "Edge switches are the best place to deploy 4Ofan among AR switches.",
-              "edge best", "of the four mixes, 4Ofan at every edge switch has the lowest mean CCT increase", "fig11",
-              c_fig11_edge),
-        Claim("C29", "Sec. 6.6, Fig. 13(c, d)", "MoE dispatch with NSCC: Ofan outperforms AR and REPS, by more with "
-              "the smaller skew (EPLB).", "Ofan best; larger gap with EPLB",
-              "with NSCC, the better of AR and REPS minus Ofan in CCT increase > 0 for both skews, and larger with "
-              "EPLB", "fig13", c_fig13_nscc),
-        Claim("C30", "Sec. 6.7, Fig. 14", "As the model grows, Ofan's relative CCT increase drops while AR's and "
-              "REPS's stay about constant.", "Ofan falls with model size",
-              "with NSCC, Ofan's CCT increase at 405B < at 8B, and its ratio 405B / 8B below AR's and REPS's",
-              "fig14m", c_fig14_models),
-        Claim("C31", "App. F.4, Fig. 18", "Ofan's average queue per switch layer follows the ND/D/1 model: the edge "
-              "uplinks well, the layers beyond more loosely.", "edge model holds; others approximate",
-              "Ofan in an inter-pod permutation (fig17's runs): the edge uplinks' mean queue within 25 % (or 0.1 "
-              "packets) of the model at every k, every other layer within 3x (or 0.25 packets) of it", None,
-              c_fig18_model),
-        Claim("C27", "Sec. 6, 6.5", "The propagation RTT is about 150 packets; 1 MB is 1.7 RTTs and 4 MB 6.8.",
-              "150; 1.7; 6.8", "the testbed's time base within 10 % of each", None, c_rtt),
+        Claim(
+            "C1",
+            "Sec. 1, Fig. 1(a)",
+            "At load 1 (1 MB permutation, no congestion control) REPS and AR saturate "
+            "below 95 % utilisation while Ofan reaches about 99 %.",
+            "REPS, AR < 95 %; Ofan about 99 %",
+            "Ofan's mean utilisation at load 1 >= 97 % and REPS's and AR's < 95 %",
+            "fig1",
+            c_fig1_utilisation,
+        ),
+        Claim(
+            "C2",
+            "Sec. 1, Fig. 1(a)",
+            "Below load 0.9 every scheme keeps up with the load (utilisation on the diagonal).",
+            "utilisation = load up to 0.9",
+            "at load 0.8 every scheme's mean utilisation is within 3 points of 80 %",
+            "fig1",
+            c_fig1_load,
+        ),
+        Claim(
+            "C3",
+            "Sec. 3.2, Fig. 3",
+            "Simple RR and JSQ balance both uplink stages almost perfectly and collapse on both downlink stages.",
+            "near 0 up, large down",
+            "for RR and JSQ: worst overload of E->A and A->C <= 10 %, and each of C->A and A->E >= 3x that and >= 10 %",
+            "fig3",
+            c_fig3_rr_jsq,
+        ),
+        Claim(
+            "C4",
+            "Sec. 3.2, Fig. 3",
+            "Only the destination-aware schemes are near-flat across all four stages.",
+            "Ofan, 4Ofan, DRB, Ethereal near 0 at every stage",
+            "the worst stage of every destination-aware scheme <= 10 % < the worst stage of every destination-"
+            "oblivious one (RR, JSQ, Choice, DRILL, RPS, AR)",
+            "fig3",
+            c_fig3_aware,
+        ),
+        Claim(
+            "C5",
+            "Sec. 3.2, Fig. 3",
+            "Ethereal achieves ideal balance.",
+            "0 at every stage",
+            "Ethereal's worst overload at every stage <= 2 %",
+            "fig3",
+            c_fig3_ethereal,
+        ),
+        Claim(
+            "C6",
+            "Sec. 3.3-3.5, Fig. 4(b), Thm. 2",
+            "Simple RR, JSQ and CONGA: the largest queue grows nearly linearly with the message size.",
+            "Theta(m)",
+            "each one's exponent of the largest queue against m (least squares, 256 KB-4 MB) >= 0.7",
+            "fig4",
+            c_fig4_linear,
+        ),
+        Claim(
+            "C7",
+            "Sec. 3.3-3.5, Fig. 4(b), Thm. 1",
+            "RPS (RSQ), REPS and AR: the largest queue grows about as the square root of the message size.",
+            "Theta(sqrt m)",
+            "each one's exponent in [0.3, 0.7)",
+            "fig4",
+            c_fig4_sqrt,
+        ),
+        Claim(
+            "C8",
+            "Sec. 3.4-5.1, Fig. 4(b), Thms. 3-5",
+            "Ethereal, DRB, 4Ofan and Ofan: the largest queue does not grow with the message size.",
+            "O(1)",
+            "each one's exponent < 0.3",
+            "fig4",
+            c_fig4_flat,
+        ),
+        Claim(
+            "C9",
+            "App. F.4",
+            "Ofan's edge-uplink queue never exceeds w + 1 packets, whatever the message size.",
+            "<= w + 1 (exact)",
+            "the largest edge-uplink queue of every valid Ofan run without ACKs or failures <= k/2 + 1",
+            None,
+            c_f4_edge_bound,
+        ),
+        Claim(
+            "C10",
+            "App. F.2",
+            "For w = 6 the XOR-and-add mapping yields 30 distinct cyclic port orders, against 6 with additions alone.",
+            "30 vs 6",
+            "the testbed's basis gives >= 30 distinct cyclic orders; the addition alone gives w = 6 orders",
+            None,
+            c_f2_orders,
+        ),
+        Claim(
+            "C11",
+            "App. F.3, Fig. 17",
+            "The ratio of DRB's largest queue to Ofan's grows with the network size.",
+            "growing ratio",
+            "DRB/Ofan (means) at the largest k > at the smallest k, and > 1",
+            "fig17",
+            c_f3_ratio,
+        ),
+        Claim(
+            "C12",
+            "Sec. 4.2",
+            "DRB is balanced for large messages but worse for small ones, which Ofan's consolidated pointers avoid.",
+            "DRB worse at small m",
+            "DRB's CCT increase at 256 KB > at 4 MB, and above Ofan's at 256 KB by more than one SEM",
+            "fig4",
+            c_drb_small,
+        ),
+        Claim(
+            "C13",
+            "Sec. 6.1, Fig. 5(a)",
+            "The CCT gap between 4Ofan and the existing schemes grows with the network size.",
+            "about 5 % at 16 hosts to 11 % at 1,024",
+            "(best of AR and REPS) - 4Ofan > 0 at every k, and larger at the largest k than at the smallest",
+            "fig5",
+            c_fig5_gap,
+        ),
+        Claim(
+            "C14",
+            "Sec. 6.1, Fig. 6",
+            "1Ofan against DRB recovers roughly half the CCT gap between DRB and Ofan "
+            "(consolidation at the aggregation switches).",
+            "about 1/2",
+            "(DRB - 1Ofan) / (DRB - Ofan) at the largest k in [0.25, 0.75]; not comparable if DRB - Ofan <= 2 SEM",
+            "fig6",
+            c_fig6_half,
+        ),
+        Claim(
+            "C15",
+            "Sec. 6.1, Fig. 7",
+            "The CCT gap between REPS or AR and Ofan falls like 1/sqrt(m).",
+            "exponent -1/2",
+            "the exponent of (X - Ofan) in CCT increase against m in [-0.8, -0.2] for X = AR and "
+            "REPS (and every gap > 0)",
+            "fig4",
+            c_fig7_sqrt,
+        ),
+        Claim(
+            "C16",
+            "Sec. 6.1, Fig. 7(a)",
+            "REPS gets notably worse at very large messages, conjectured to be its freezing mode.",
+            "REPS worst at large m",
+            "if REPS froze in the congestion-control runs: REPS's CCT increase > AR's under every CCA; else not "
+            "comparable",
+            "fig12",
+            c_fig7_reps,
+        ),
+        Claim(
+            "C17",
+            "Sec. 4.2, 6.1, Fig. 8, Thm. 6",
+            "Ofan's CCT has a sweet spot in the packet size, where P - H = sqrt((H / alpha) D).",
+            "interior optimum near the model's",
+            "the payload of least CCT is neither the smallest nor the largest tried, and the model's P - H (alpha "
+            "from the 4 KB runs) is within 2x of it",
+            "fig8",
+            c_fig8_sweet,
+        ),
+        Claim(
+            "C18",
+            "Sec. 6.2, Fig. 9",
+            "Under random link failures, hosts paced at rho_max, Ofan keeps outperforming REPS and AR.",
+            "Ofan lowest",
+            "at every failure probability > 0, Ofan's mean CCT increase over the fault-free bound < REPS's and AR's",
+            "fig9",
+            c_fig9_failures,
+        ),
+        Claim(
+            "C19",
+            "Sec. 6.3, Fig. 10",
+            "On a two-level fat tree Ofan and 4Ofan reduce the CCT by over 11 % against REPS and AR.",
+            "> 11 % (k=64)",
+            "1 - CCT(X) / min(CCT(AR), CCT(REPS)) >= 11 % for X = Ofan and 4Ofan",
+            "fig10",
+            c_fig10,
+        ),
+        Claim(
+            "C20",
+            "Sec. 6.4, Fig. 11",
+            "Mixing 4Ofan with AR on half the LB switches only lowers the CCT, and every "
+            "mix is slightly above the midpoint of all-AR and all-4Ofan.",
+            "below AR; above the midpoint (7.3 %)",
+            "every mix's mean CCT increase < all-AR's, and >= the midpoint minus its SEM",
+            "fig11",
+            c_fig11_mixes,
+        ),
+        Claim(
+            "C21",
+            "Sec. 6.5, Fig. 12(a)",
+            "With DCTCP, REPS's and AR's CCTs are multiplied by 3-4x while Ofan's "
+            "and 4Ofan's increase stays under 1 %.",
+            "3-4x; < 1 %",
+            "Ofan and 4Ofan < 1 %, REPS and AR >= 2x the bound (a 4 MB permutation)",
+            "fig12",
+            c_fig12("dctcp", 0),
+        ),
+        Claim(
+            "C22",
+            "Sec. 6.5, Fig. 12",
+            "With NSCC, REPS and AR are worse than Ofan and 4Ofan by at least 8 %.",
+            ">= 8 points",
+            "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 8 points",
+            "fig12",
+            c_fig12("nscc", 0.08),
+        ),
+        Claim(
+            "C23",
+            "Sec. 6.5, Fig. 12",
+            "With MSwift, REPS and AR are worse than Ofan and 4Ofan by at least 14 %.",
+            ">= 14 points",
+            "min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 14 points (swift)",
+            "fig12",
+            c_fig12("swift", 0.14),
+        ),
+        Claim(
+            "C24",
+            "Sec. 6.6, Fig. 13(a, b)",
+            "MoE dispatch without congestion control: the bottleneck is the "
+            "receivers, their buffers grow large (beyond 100 MB), and LB matters little, Ofan a bit better; skew "
+            "1.48x, 1.13x with EPLB.",
+            "> 100 MB at the receivers; small LB effect",
+            "for both skews: the largest queue at the receivers' links (E->H) is the largest of any stage and >= "
+            "10 % of the bound in packet times; the schemes' mean CCTs within 10 % of each other; Ofan's <= 1.02 x "
+            "the better of AR and REPS",
+            "fig13",
+            c_fig13_receivers,
+        ),
+        Claim(
+            "C25",
+            "Sec. 6.7, Fig. 14",
+            "FSDP2 on Llama-3 405B: Ofan (4Ofan) cuts the CCT increase by 16x (15x) "
+            "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.",
+            "16x, 39x",
+            "with NSCC and with Swift, the better of AR and REPS over Ofan's and over 4Ofan's CCT increase >= 4x "
+            "(a quarter of the paper's smallest factor)",
+            "fig14",
+            c_fig14_factor,
+        ),
+        Claim(
+            "C26",
+            "Sec. 4.1",
+            "At k=64 an edge switch needs 4K pointers (about 2.5 KB), an aggregation switch 126 "
+            "(79 B), plus 20 B for the basis.",
+            "2.5 KB, 79 B, 20 B",
+            "the testbed's pointer count x ceil(log2 w) bits within 5 % (2 B for the aggregation switch)",
+            None,
+            c_memory,
+        ),
+        Claim(
+            "C28",
+            "Sec. 6.4, Fig. 11",
+            "Edge switches are the best place to deploy 4Ofan among AR switches.",
+            "edge best",
+            "of the four mixes, 4Ofan at every edge switch has the lowest mean CCT increase",
+            "fig11",
+            c_fig11_edge,
+        ),
+        Claim(
+            "C29",
+            "Sec. 6.6, Fig. 13(c, d)",
+            "MoE dispatch with NSCC: Ofan outperforms AR and REPS, by more with the smaller skew (EPLB).",
+            "Ofan best; larger gap with EPLB",
+            "with NSCC, the better of AR and REPS minus Ofan in CCT increase > 0 for both skews, and larger with EPLB",
+            "fig13",
+            c_fig13_nscc,
+        ),
+        Claim(
+            "C30",
+            "Sec. 6.7, Fig. 14",
+            "As the model grows, Ofan's relative CCT increase drops while AR's and REPS's stay about constant.",
+            "Ofan falls with model size",
+            "with NSCC, Ofan's CCT increase at 405B < at 8B, and its ratio 405B / 8B below AR's and REPS's",
+            "fig14m",
+            c_fig14_models,
+        ),
+        Claim(
+            "C31",
+            "App. F.4, Fig. 18",
+            "Ofan's average queue per switch layer follows the ND/D/1 model: the edge "
+            "uplinks well, the layers beyond more loosely.",
+            "edge model holds; others approximate",
+            "Ofan in an inter-pod permutation (fig17's runs): the edge uplinks' mean queue within 25 % (or 0.1 "
+            "packets) of the model at every k, every other layer within 3x (or 0.25 packets) of it",
+            None,
+            c_fig18_model,
+        ),
+        Claim(
+            "C27",
+            "Sec. 6, 6.5",
+            "The propagation RTT is about 150 packets; 1 MB is 1.7 RTTs and 4 MB 6.8.",
+            "150; 1.7; 6.8",
+            "the testbed's time base within 10 % of each",
+            None,
+            c_rtt,
+        ),
     ]
 
 
@@ -841,8 +1247,15 @@ def needed(selected: list[Claim]) -> list[str]:
     """The experiments the selected claims read, in order (C9 reads the runs without ACKs of several)."""
     out: list[str] = []
     for c in selected:
-        names = ("fig3", "fig6", "fig17") if c.cid == "C9" else ("fig17",) if c.cid == "C31" else \
-            (c.experiment,) if c.experiment else ()
+        names = (
+            ("fig3", "fig6", "fig17")
+            if c.cid == "C9"
+            else ("fig17",)
+            if c.cid == "C31"
+            else (c.experiment,)
+            if c.experiment
+            else ()
+        )
         out += [n for n in names if n not in out]
     return out
 
@@ -851,8 +1264,10 @@ def matrices(scale: str, propagation: str, selected: list[Claim], rate_factor: f
     if scale not in SCALES:
         raise RunError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
     ex = experiments()
-    return {n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation, rate_factor=rate_factor)
-            for n in needed(selected)}
+    return {
+        n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation, rate_factor=rate_factor)
+        for n in needed(selected)
+    }
 
 
 def evaluate(selected: list[Claim], data: Data) -> list[dict[str, Any]]:
@@ -865,9 +1280,22 @@ def evaluate(selected: list[Claim], data: Data) -> list[dict[str, Any]]:
                 o = c.check(data)
             except KeyError as e:  # a column the experiment's rows do not have (a partial sweep)
                 o = no_data(f"{c.experiment} ({e})")
-        out.append({"id": c.cid, "section": c.section, "statement": c.statement, "paper": c.paper,
-                    "experiment": c.experiment, "rule": c.rule, "verdict": o.verdict, "value": o.value,
-                    "sem": o.sem, "unit": o.unit, "detail": o.detail, "notes": o.notes})
+        out.append(
+            {
+                "id": c.cid,
+                "section": c.section,
+                "statement": c.statement,
+                "paper": c.paper,
+                "experiment": c.experiment,
+                "rule": c.rule,
+                "verdict": o.verdict,
+                "value": o.value,
+                "sem": o.sem,
+                "unit": o.unit,
+                "detail": o.detail,
+                "notes": o.notes,
+            }
+        )
     return out
 
 
@@ -891,21 +1319,33 @@ def format_value(r: dict[str, Any]) -> str:
 
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
-    lines = [f"# The paper's claims, checked at scale `{meta.get('scale')}`", "",
-             f"Command: `{meta.get('command')}`  ",
-             f"Commit {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; wall time "
-             f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link; every fabric at "
-             f"{meta.get('rate_factor', 1.0):g} x its auto rate.", "",
-             "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".", "",
-             "| claim | section | the paper | here | verdict |", "|---|---|---|---|---|"]
+    lines = [
+        f"# The paper's claims, checked at scale `{meta.get('scale')}`",
+        "",
+        f"Command: `{meta.get('command')}`  ",
+        f"Commit {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; wall time "
+        f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link; every fabric at "
+        f"{meta.get('rate_factor', 1.0):g} x its auto rate.",
+        "",
+        "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".",
+        "",
+        "| claim | section | the paper | here | verdict |",
+        "|---|---|---|---|---|",
+    ]
     for r in results:
         here = format_value(r)
         lines.append(f"| {r['id']} | {r['section']} | {r['paper']} | {here} | **{r['verdict']}** |")
     lines += ["", "## Each claim", ""]
     for r in results:
-        lines += [f"### {r['id']}: {r['verdict']} ({r['section']})", "", r["statement"], "",
-                  f"- the paper: {r['paper']}", f"- rule: {r['rule']}",
-                  f"- experiment: {r['experiment'] or 'computed from the testbed itself'}"]
+        lines += [
+            f"### {r['id']}: {r['verdict']} ({r['section']})",
+            "",
+            r["statement"],
+            "",
+            f"- the paper: {r['paper']}",
+            f"- rule: {r['rule']}",
+            f"- experiment: {r['experiment'] or 'computed from the testbed itself'}",
+        ]
         if r["detail"]:
             lines.append(f"- measured: {r['detail']}")
         if r["notes"]:
@@ -923,8 +1363,9 @@ def check_doc(doc: Path) -> None:
     if doc.exists():
         text = doc.read_text()
         if text.count(DOC_BEGIN) != 1 or text.count(DOC_END) != 1 or text.index(DOC_BEGIN) > text.index(DOC_END):
-            raise RunError(f"--doc {doc}: the page exists without one pair of generation markers; "
-                           f"add them or choose a new page")
+            raise RunError(
+                f"--doc {doc}: the page exists without one pair of generation markers; add them or choose a new page"
+            )
     elif not doc.parent.is_dir():
         raise RunError(f"--doc {doc}: no directory {doc.parent}")
 
@@ -958,9 +1399,18 @@ def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
     return {n: SweepDir(out_dir / "experiments" / n, m) for n, m in mats.items()}
 
 
-def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, prefix: str, meta: dict[str, Any],
-        rate_factor: float = 1.0, cluster: str | None = None, progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
-        wait: bool = False) -> list[dict[str, Any]]:
+def run(
+    out_dir: Path,
+    scale: str,
+    selected: list[Claim],
+    propagation: str,
+    prefix: str,
+    meta: dict[str, Any],
+    rate_factor: float = 1.0,
+    cluster: str | None = None,
+    progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
+    wait: bool = False,
+) -> list[dict[str, Any]]:
     """Every experiment the selected claims need (what is done already is kept: resumable), then every rule;
     writes claims.json and claims.md and returns the claims' results."""
     from .sweep import run_local
@@ -969,6 +1419,7 @@ def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, pref
     dirs = sweep_dirs(out_dir, mats)
     t0 = time.monotonic()
     for name, d in dirs.items():
+
         def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
             if progress is not None:
                 progress(name, done, total, row)
@@ -983,9 +1434,18 @@ def run(out_dir: Path, scale: str, selected: list[Claim], propagation: str, pref
             run_local(d, prefix, each, wait=wait)
     previous = _previous_wall_s(out_dir)
     results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))))
-    write(out_dir, results, {**meta, "scale": scale, "propagation": propagation, "rate_factor": rate_factor,
-                             "wall_s": previous + time.monotonic() - t0,
-                             "experiments": {n: m.to_json() for n, m in mats.items()}})
+    write(
+        out_dir,
+        results,
+        {
+            **meta,
+            "scale": scale,
+            "propagation": propagation,
+            "rate_factor": rate_factor,
+            "wall_s": previous + time.monotonic() - t0,
+            "experiments": {n: m.to_json() for n, m in mats.items()},
+        },
+    )
     return results
 
 

@@ -111,8 +111,12 @@ def probe(address: str, timeout_s: float = PROBE_S) -> None:
         raise RunError(f"the Ray cluster at {address} does not answer: {result[0].strerror or result[0]}")
 
 
-def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, row: None,
-            init: Callable[..., Any] | None = None) -> pd.DataFrame:
+def run_ray(
+    d: SweepDir,
+    address: str,
+    progress: Progress = lambda done, total, row: None,
+    init: Callable[..., Any] | None = None,
+) -> pd.DataFrame:
     """Every pending cell as a Ray task on the cluster at `address` ("auto": the one this machine is part
     of; or HOST:PORT, ray://HOST:PORT); returns the whole table."""
     import logging
@@ -128,15 +132,22 @@ def run_ray(d: SweepDir, address: str, progress: Progress = lambda done, total, 
             (init or ray.init)(address=address, logging_level=logging.WARNING, log_to_driver=False, **local)
         except ConnectionError as e:  # Ray says "failed to connect" for a wrong or missing token too
             auth = os.environ.get("RAY_AUTH_MODE") == "token"
-            raise RunError(f"the Ray cluster at {address} refused this driver ({e}): "
-                           + ("is the token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) the cluster's?" if auth else
-                              "a cluster with token authentication needs RAY_AUTH_MODE=token and its token")) from None
+            raise RunError(
+                f"the Ray cluster at {address} refused this driver ({e}): "
+                + (
+                    "is the token (RAY_AUTH_TOKEN_PATH or ~/.ray/auth_token) the cluster's?"
+                    if auth
+                    else "a cluster with token authentication needs RAY_AUTH_MODE=token and its token"
+                )
+            ) from None
         finally:  # Ray's driver installs its own SIGTERM handler (sys.exit): the command's comes back
             if on_term is not None and threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, on_term)
     if not ray.cluster_resources().get(RESOURCE):
-        raise RuntimeError(f"the Ray cluster at {address} has no node with the {RESOURCE!r} resource: start "
-                           f"nodes with ray start --resources '{{\"{RESOURCE}\": 1}}'")
+        raise RuntimeError(
+            f"the Ray cluster at {address} has no node with the {RESOURCE!r} resource: start "
+            f"nodes with ray start --resources '{{\"{RESOURCE}\": 1}}'"
+        )
     task = ray.remote(resources={RESOURCE: 1}, max_retries=TASK_RETRIES, num_cpus=0)(run_cell_on_node)
     m = d.matrix
     total = len(m.cells())

@@ -34,13 +34,22 @@ class Cell:
 def row_of(r: dict[str, Any]) -> dict[str, Any]:
     """The summary row of one run."""
     q = r["queues"]
-    return {"scheme": r["scheme"], "seed": r["seed"], "workload": r["workload"], "size_bytes": r["size_bytes"],
-            "load": r["load"], "cct_s": r["cct_s"], "cct_increase": r["cct_increase"],
-            "max_queue_pkts": max(q[s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge",
-                                                              "edge_host")),
-            **{f"max_{s}": q[s]["max_pkts"] for s in q}, **{f"avg_{s}": q[s]["avg_pkts"] for s in q},
-            "utilisation": r["utilisation"], "drops": r["drops"], "valid": r["fidelity"]["valid"],
-            "out_dir": r["out_dir"]}
+    return {
+        "scheme": r["scheme"],
+        "seed": r["seed"],
+        "workload": r["workload"],
+        "size_bytes": r["size_bytes"],
+        "load": r["load"],
+        "cct_s": r["cct_s"],
+        "cct_increase": r["cct_increase"],
+        "max_queue_pkts": max(q[s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")),
+        **{f"max_{s}": q[s]["max_pkts"] for s in q},
+        **{f"avg_{s}": q[s]["avg_pkts"] for s in q},
+        "utilisation": r["utilisation"],
+        "drops": r["drops"],
+        "valid": r["fidelity"]["valid"],
+        "out_dir": r["out_dir"],
+    }
 
 
 def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], out: Path) -> pd.DataFrame:
@@ -51,8 +60,9 @@ def run_matrix(cells: list[Cell], one: Callable[[Cell, Path], dict[str, Any]], o
     for c in cells:
         t0 = time.monotonic()
         r = one(c, out / f"{c.config.label}-s{c.seed}")
-        rows.append({**row_of(r), "attempts": 1 + len(r.get("discarded_attempts") or []),
-                     "wall_s": time.monotonic() - t0})
+        rows.append(
+            {**row_of(r), "attempts": 1 + len(r.get("discarded_attempts") or []), "wall_s": time.monotonic() - t0}
+        )
     df = pd.DataFrame(rows)
     df.to_csv(out / "summary.csv", index=False)
     return df
@@ -70,8 +80,16 @@ def compare_summary(df: pd.DataFrame) -> pd.DataFrame:
         n = len(d)
         inc = d["cct_increase"]
         sem = float(inc.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0
-        rows.append({"scheme": scheme, "runs": len(every), "valid": n, "left_out": len(every) - n,
-                     "cct_increase_mean": float(inc.mean()) if n else math.nan, "cct_increase_sem": sem,
-                     "max_queue_pkts": int(d["max_queue_pkts"].max()) if n else math.nan,
-                     "drops": int(d["drops"].sum()) if n else math.nan})
+        rows.append(
+            {
+                "scheme": scheme,
+                "runs": len(every),
+                "valid": n,
+                "left_out": len(every) - n,
+                "cct_increase_mean": float(inc.mean()) if n else math.nan,
+                "cct_increase_sem": sem,
+                "max_queue_pkts": int(d["max_queue_pkts"].max()) if n else math.nan,
+                "drops": int(d["drops"].sum()) if n else math.nan,
+            }
+        )
     return pd.DataFrame(rows)

@@ -75,8 +75,9 @@ def nic_burst_of(spec: FabricSpec, pk: Packetizer) -> int:
     return min(spec.burst, round(NIC_BUCKET_FRAMES * pk.wire_len(pk.payload)))
 
 
-def run(fab: Fabric, p: RunParams, out_dir: Path | None = None,
-        discarded: list[dict[str, Any]] | None = None) -> Result:
+def run(
+    fab: Fabric, p: RunParams, out_dir: Path | None = None, discarded: list[dict[str, Any]] | None = None
+) -> Result:
     """One run, holding the fabric's run lock (FabricBusy if another process holds it)."""
     with run_lock(fab.spec.prefix):
         return _run(fab, p, out_dir, discarded)
@@ -101,8 +102,10 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     tp = p.transport(spec.rate_bps, max(rtts.values()), spec.wire_overhead)
     seen_words = [(f.fid, math.ceil(pk.count(f.size_bytes) / 64)) for f in flows] if tp.on else []
     if sum(n for _, n in seen_words) > N_SEEN:
-        raise RunError(f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
-                       f"{sum(pk.count(f.size_bytes) for f in flows):,}")
+        raise RunError(
+            f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
+            f"{sum(pk.count(f.size_bytes) for f in flows):,}"
+        )
     actions = faults.parse_timeline(p.events, tree) if p.events else []
     failed_now = faults.current_failed(tree)
     rho: dict[str, Any] = {"paced": False}
@@ -112,20 +115,38 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         if rm.rho <= 0:
             raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
         pace = min(p.load, rm.rho)
-        rho = {"paced": True, "rho_max": rm.rho, "bottlenecks": rm.bottlenecks,
-               "unreachable_flows": rm.unreachable_flows, "failed_links": [ln.name for ln in failed_now]}
+        rho = {
+            "paced": True,
+            "rho_max": rm.rho,
+            "bottlenecks": rm.bottlenecks,
+            "unreachable_flows": rm.unreachable_flows,
+            "failed_links": [ln.name for ln in failed_now],
+        }
     host_rate = host_rate_bps(spec.rate_bps, pace)
     started_at = datetime.now(UTC).isoformat()
 
     if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
         set_host_rate(tree, host_rate, 8 * spec.max_frame, spec.buffer_bytes, overhead=spec.wire_overhead)
     else:
-        set_host_rate(tree, host_rate, nic_burst_of(spec, pk), spec.buffer_bytes, frame_bytes=pk.wire_len(p.payload),
-                      overhead=spec.wire_overhead)
+        set_host_rate(
+            tree,
+            host_rate,
+            nic_burst_of(spec, pk),
+            spec.buffer_bytes,
+            frame_bytes=pk.wire_len(p.payload),
+            overhead=spec.wire_overhead,
+        )
     if p.inject is not None and p.inject.startswith("nic-slow:"):  # one NIC paced slower than it should be
         _, h, pct = p.inject.split(":")
-        set_host_rate(tree, round(host_rate * (1 - float(pct) / 100)), nic_burst_of(spec, pk), spec.buffer_bytes,
-                      frame_bytes=pk.wire_len(p.payload), overhead=spec.wire_overhead, hosts=[tree.hosts[int(h)]])
+        set_host_rate(
+            tree,
+            round(host_rate * (1 - float(pct) / 100)),
+            nic_burst_of(spec, pk),
+            spec.buffer_bytes,
+            frame_bytes=pk.wire_len(p.payload),
+            overhead=spec.wire_overhead,
+            hosts=[tree.hosts[int(h)]],
+        )
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -137,8 +158,13 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             assignment = {name: config if name in chosen else base for name in assignment}
         switches.apply_schemes(maps, tree, assignment)
     configs = switches.current_schemes(maps, tree)
-    lb_settings = sampled.settings(p.sampled(), spec.rate_bps, pk.wire_len(p.payload), tree.edges_per_pod,
-                                   sampled.active_bits([c.scheme for c in configs.values()]))
+    lb_settings = sampled.settings(
+        p.sampled(),
+        spec.rate_bps,
+        pk.wire_len(p.payload),
+        tree.edges_per_pod,
+        sampled.active_bits([c.scheme for c in configs.values()]),
+    )
     switches.set_sampled(maps, tree, lb_settings)
     labels = {c.label for c in configs.values()}
     scheme_label = labels.pop() if len(labels) == 1 else "mixed"
@@ -148,10 +174,20 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         scheme_label = p.scheme.label
     ecn = p.ecn()
     prop = _propagation(p, tree, flows, spec.rate_bps, pk)
-    maps.run_cfg.set(0, RunCfg(acks=int(p.acks), nic_ps_per_byte=round(8e12 / host_rate), host_lb=host_lb,
-                               ecn_unit=ECN_UNITS[ecn.unit], ecn_thresh=ecn.value, cc=int(tp.on),
-                               buffer_bytes=p.port_buffer(), prop_ns=round(prop.link_s * 1e9),
-                               wire_overhead=spec.wire_overhead))
+    maps.run_cfg.set(
+        0,
+        RunCfg(
+            acks=int(p.acks),
+            nic_ps_per_byte=round(8e12 / host_rate),
+            host_lb=host_lb,
+            ecn_unit=ECN_UNITS[ecn.unit],
+            ecn_thresh=ecn.value,
+            cc=int(tp.on),
+            buffer_bytes=p.port_buffer(),
+            prop_ns=round(prop.link_s * 1e9),
+            wire_overhead=spec.wire_overhead,
+        ),
+    )
     max_fid = max(f.fid for f in flows)
     collector.reset_flows(maps, max_fid)
     if tp.on:
@@ -160,38 +196,104 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
 
     ack_bytes = ACK_FRAME_BYTES + spec.wire_overhead if p.acks else 0  # bytes of line time
     waits = metrics.chain_wait_s(tree, flows, prop.link_s)  # chained flows: their input's propagation
-    bound0 = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
-                                       nic_burst_bytes=nic_burst_of(spec, pk))
-    bound = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate, spec.burst, ack_frame_bytes=ack_bytes,
-                                      nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s, after_s=waits)
-    bound_ff = metrics.cct_lower_bound_s(flows, pk, spec.rate_bps, host_rate_bps(spec.rate_bps, p.load),
-                                         spec.burst, ack_frame_bytes=ack_bytes,
-                                         nic_burst_bytes=nic_burst_of(spec, pk), shift_s=prop.shift_s, after_s=waits)
+    bound0 = metrics.cct_lower_bound_s(
+        flows,
+        pk,
+        spec.rate_bps,
+        host_rate,
+        spec.burst,
+        ack_frame_bytes=ack_bytes,
+        nic_burst_bytes=nic_burst_of(spec, pk),
+    )
+    bound = metrics.cct_lower_bound_s(
+        flows,
+        pk,
+        spec.rate_bps,
+        host_rate,
+        spec.burst,
+        ack_frame_bytes=ack_bytes,
+        nic_burst_bytes=nic_burst_of(spec, pk),
+        shift_s=prop.shift_s,
+        after_s=waits,
+    )
+    bound_ff = metrics.cct_lower_bound_s(
+        flows,
+        pk,
+        spec.rate_bps,
+        host_rate_bps(spec.rate_bps, p.load),
+        spec.burst,
+        ack_frame_bytes=ack_bytes,
+        nic_burst_bytes=nic_burst_of(spec, pk),
+        shift_s=prop.shift_s,
+        after_s=waits,
+    )
     params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
     run_dir = None
     if out_dir is not None:
-        run_dir = results.RunDir(out_dir, {
-            "params": params, "scheme": scheme_label, "k": tree.k, "topology": tree.kind, "hosts": tree.n_hosts,
-            "prefix": spec.prefix,
-            "fabric": {"rate_bps": spec.rate_bps, "host_rate_bps": host_rate, "mtu": spec.mtu,
-                       "wire_overhead_bytes": spec.wire_overhead, "ack_priority": spec.ack_priority,
-                       "burst_bytes": spec.burst, "nic_burst_bytes": nic_burst_of(spec, pk),
-                       "nic_peak_ratio": NIC_PEAK_RATIO, "buffer_bytes": spec.buffer_bytes},
-            "switch_schemes": {n: c.label for n, c in configs.items()}, "started_at": started_at,
-            "provenance": provenance.describe(), "flows": len(flows), "cct_lower_bound_s": bound,
-            "propagation": prop.describe(),
-            "port_buffer_bytes": p.port_buffer(), "transport": tp.describe() if tp.on else None,
-            "sampled_schemes": lb_settings.describe()})
+        run_dir = results.RunDir(
+            out_dir,
+            {
+                "params": params,
+                "scheme": scheme_label,
+                "k": tree.k,
+                "topology": tree.kind,
+                "hosts": tree.n_hosts,
+                "prefix": spec.prefix,
+                "fabric": {
+                    "rate_bps": spec.rate_bps,
+                    "host_rate_bps": host_rate,
+                    "mtu": spec.mtu,
+                    "wire_overhead_bytes": spec.wire_overhead,
+                    "ack_priority": spec.ack_priority,
+                    "burst_bytes": spec.burst,
+                    "nic_burst_bytes": nic_burst_of(spec, pk),
+                    "nic_peak_ratio": NIC_PEAK_RATIO,
+                    "buffer_bytes": spec.buffer_bytes,
+                },
+                "switch_schemes": {n: c.label for n, c in configs.items()},
+                "started_at": started_at,
+                "provenance": provenance.describe(),
+                "flows": len(flows),
+                "cct_lower_bound_s": bound,
+                "propagation": prop.describe(),
+                "port_buffer_bytes": p.port_buffer(),
+                "transport": tp.describe() if tp.on else None,
+                "sampled_schemes": lb_settings.describe(),
+            },
+        )
     try:
-        with cpu_latency.awake() as awake, rx_timestamps.on() as stamped, qdisc_timers.watch() as timers, \
-                tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir:  # a transport's window trace
-            plan = Plan(fab, p, flows, pk, host_rate, bound, bound_ff, bound0, prop, rtts, configs, scheme_label,
-                        run_dir, list(discarded or []), rho, faults.Timeline(tree, actions), tp)
+        with (
+            cpu_latency.awake() as awake,
+            rx_timestamps.on() as stamped,
+            qdisc_timers.watch() as timers,
+            tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir,
+        ):  # a transport's window trace
+            plan = Plan(
+                fab,
+                p,
+                flows,
+                pk,
+                host_rate,
+                bound,
+                bound_ff,
+                bound0,
+                prop,
+                rtts,
+                configs,
+                scheme_label,
+                run_dir,
+                list(discarded or []),
+                rho,
+                faults.Timeline(tree, actions),
+                tp,
+            )
             return _measure(plan, Probes(awake, stamped, timers, Path(trace_dir) / "windows.bin"))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (the CLI raises it as a KeyboardInterrupt)
         if run_dir is not None:
-            run_dir.abort("interrupted", "terminated (SIGTERM)" if type(e).__name__ == "Terminated"
-                          else "interrupted by the user (Ctrl-C)")
+            run_dir.abort(
+                "interrupted",
+                "terminated (SIGTERM)" if type(e).__name__ == "Terminated" else "interrupted by the user (Ctrl-C)",
+            )
         raise
     except BaseException as e:
         if run_dir is not None:
@@ -219,8 +321,15 @@ def run_valid(fab: Fabric, p: RunParams, out_dir: Path | None = None, attempts: 
                 os.replace(target, out_dir)
                 r.out_dir = str(out_dir)
             return r
-        discarded.append({"attempt": i + 1, "reasons": r.fidelity["reasons"], "cct_s": r.cct_s,
-                          "cct_increase": r.cct_increase, "cpu_steal": r.fidelity["cpu_steal"]})
+        discarded.append(
+            {
+                "attempt": i + 1,
+                "reasons": r.fidelity["reasons"],
+                "cct_s": r.cct_s,
+                "cct_increase": r.cct_increase,
+                "cpu_steal": r.fidelity["cpu_steal"],
+            }
+        )
         if target is not None:
             shutil.rmtree(target, ignore_errors=True)
     raise AssertionError("unreachable")
@@ -277,9 +386,14 @@ class Counters:
     def read(cls, fab: Fabric) -> Counters:
         maps, tree = fab.maps, fab.tree
         assert maps is not None
-        return cls(qdisc_stats(tree), collector.softnet_drops(), maps.counter_values(),
-                   list(maps.uplink_pkts.read_array(tree.n_switches * tree.w)), collector.pointer_values(maps, tree),
-                   len(links.read_events(fab.spec.prefix)))
+        return cls(
+            qdisc_stats(tree),
+            collector.softnet_drops(),
+            maps.counter_values(),
+            list(maps.uplink_pkts.read_array(tree.n_switches * tree.w)),
+            collector.pointer_values(maps, tree),
+            len(links.read_events(fab.spec.prefix)),
+        )
 
 
 @dataclass(frozen=True)
@@ -364,9 +478,20 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
     link_pkt_s = pk.wire_len(pk.payload) * 8 / fab.spec.rate_bps  # windows as long as the lateness allowed
     cpu_sampler = cpu_windows.Sampler(min_window_s=fidelity.STALL_MAX_PKTS * link_pkt_s).start()
     try:
-        sent = _send(fab, plan.flows, pk, p.seed, plan.bound, plan.timeline, _sender_fault(p.inject), plan.tp,
-                     plan.rtts, probes.trace_path, p.scheme is Scheme.REPS,
-                     metrics.chain_wait_s(tree, plan.flows, plan.prop.link_s))
+        sent = _send(
+            fab,
+            plan.flows,
+            pk,
+            p.seed,
+            plan.bound,
+            plan.timeline,
+            _sender_fault(p.inject),
+            plan.tp,
+            plan.rtts,
+            probes.trace_path,
+            p.scheme is Scheme.REPS,
+            metrics.chain_wait_s(tree, plan.flows, plan.prop.link_s),
+        )
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         plan.timeline.join()
         time.sleep(2 * SETTLE_S if plan.timeline.actions else 0)  # let the watcher record its last losses
@@ -376,11 +501,23 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
     cpu1 = fidelity.CpuTimes.now()
     st_now = state.load(fab.spec.prefix)
     window_s = time.monotonic() - t_procs0
-    share, worst = outside.outside_cpu(procs0, outside.Snapshot.now(), window_s,
-                                       [os.getpid(), *(st_now.pids if st_now else [])])
-    return sent, drained, Machine(cpu1.busy_since(cpu0), cpu1.steal_since(cpu0), cpu1.busiest_since(cpu0),
-                                  cpu_window, share, worst, window_s,
-                                  probes.timers.read() if probes.timers is not None else None)
+    share, worst = outside.outside_cpu(
+        procs0, outside.Snapshot.now(), window_s, [os.getpid(), *(st_now.pids if st_now else [])]
+    )
+    return (
+        sent,
+        drained,
+        Machine(
+            cpu1.busy_since(cpu0),
+            cpu1.steal_since(cpu0),
+            cpu1.busiest_since(cpu0),
+            cpu_window,
+            share,
+            worst,
+            window_s,
+            probes.timers.read() if probes.timers is not None else None,
+        ),
+    )
 
 
 def _read_after(plan: Plan, before: Counters) -> Readings:
@@ -388,11 +525,16 @@ def _read_after(plan: Plan, before: Counters) -> Readings:
     maps = fab.maps
     assert maps is not None
     max_fid = max(f.fid for f in plan.flows)
-    return Readings(collector.read_ports(maps, tree), collector.read_flows(maps, max_fid),
-                    collector.read_acks(maps, max_fid), Counters.read(fab), collector.read_host_lb(maps, tree),
-                    switches.current_schemes(maps, tree),
-                    [e for e in links.read_events(fab.spec.prefix) if e["seq"] > before.events],
-                    control.Reach(tree, faults.current_failed(tree)))
+    return Readings(
+        collector.read_ports(maps, tree),
+        collector.read_flows(maps, max_fid),
+        collector.read_acks(maps, max_fid),
+        Counters.read(fab),
+        collector.read_host_lb(maps, tree),
+        switches.current_schemes(maps, tree),
+        [e for e in links.read_events(fab.spec.prefix) if e["seq"] > before.events],
+        control.Reach(tree, faults.current_failed(tree)),
+    )
 
 
 def _timing(plan: Plan, got: Readings) -> Timing:
@@ -428,8 +570,17 @@ def _drops(plan: Plan, before: Counters, got: Readings, sent: SendReport) -> dic
     }
 
 
-def _verdict(plan: Plan, probes: Probes, sent: SendReport, drained: bool, got: Readings, timing: Timing,
-             drops: dict[str, int], machine: Machine, sample_rate_hz: float) -> fidelity.Verdict:
+def _verdict(
+    plan: Plan,
+    probes: Probes,
+    sent: SendReport,
+    drained: bool,
+    got: Readings,
+    timing: Timing,
+    drops: dict[str, int],
+    machine: Machine,
+    sample_rate_hz: float,
+) -> fidelity.Verdict:
     """Every figure the verdict judges, from the readings, then the verdict (testbed.measure.fidelity)."""
     fab, p, pk, flows, tp = plan.fab, plan.p, plan.pk, plan.flows, plan.tp
     spec, tree, ports, rx = fab.spec, fab.tree, got.ports, got.rx
@@ -440,32 +591,70 @@ def _verdict(plan: Plan, probes: Probes, sent: SendReport, drained: bool, got: R
     over_received = sum(max(0, (rx[f.fid].pkts if f.fid in rx else 0) - sent.flows[f.fid].packets) for f in flows)
     planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
     losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
-    delivery = fidelity.Delivery(planned, sent.packets, received, losses, sent.errors,
-                                 drops["softnet"] + drops["switch"], drained, over_received,
-                                 drops["link_failures"] if p.acks else 0)  # a dead queue held ACKs too
+    delivery = fidelity.Delivery(
+        planned,
+        sent.packets,
+        received,
+        losses,
+        sent.errors,
+        drops["softnet"] + drops["switch"],
+        drained,
+        over_received,
+        drops["link_failures"] if p.acks else 0,
+    )  # a dead queue held ACKs too
     nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
-    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk),
-                                              spec.rate_bps)
+    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk), spec.rate_bps)
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     evidence = fidelity.Evidence(
         pacing=metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead),
         pacing_span_pkts=metrics.pacing_spans_pkts(tree, flows, ports, pk, host_rate),
         service=metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead),
-        start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9, packet_time_s=t_pkt,
-        nic_burst_pkts=nic.burst, nic_stall_pkts=nic.stall, nic_back_to_back=nic.back_to_back,
-        nic_dry_pkts=nic.dry, nic_held_pkts=nic.held, delivery=delivery, softnet_drops=drops["softnet"],
-        cpu_busy=machine.busy, cpu_busiest=machine.busiest, cpu_steal=machine.steal, cpu_window=machine.window,
-        max_giveups=sum(s.max_giveups for s in ports.values()), sample_rate_hz=sample_rate_hz,
-        cpu_awake=probes.cpu_awake, nic_late_pkts=late, timing_excess_pkts=excess,
-        bound_pkts=plan.bound_no_propagation / t_pkt, nic_stamped=probes.stamped, loop=_loop(plan, sent, rx),
-        timers=machine.timers, feedback_lost=sum(c["delay_lost"] for c in got.host_counts.values()),
-        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps, outside_cpu=machine.outside,
-        outside_worst=machine.outside_worst, window_s=machine.outside_window_s)
+        start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
+        packet_time_s=t_pkt,
+        nic_burst_pkts=nic.burst,
+        nic_stall_pkts=nic.stall,
+        nic_back_to_back=nic.back_to_back,
+        nic_dry_pkts=nic.dry,
+        nic_held_pkts=nic.held,
+        delivery=delivery,
+        softnet_drops=drops["softnet"],
+        cpu_busy=machine.busy,
+        cpu_busiest=machine.busiest,
+        cpu_steal=machine.steal,
+        cpu_window=machine.window,
+        max_giveups=sum(s.max_giveups for s in ports.values()),
+        sample_rate_hz=sample_rate_hz,
+        cpu_awake=probes.cpu_awake,
+        nic_late_pkts=late,
+        timing_excess_pkts=excess,
+        bound_pkts=plan.bound_no_propagation / t_pkt,
+        nic_stamped=probes.stamped,
+        loop=_loop(plan, sent, rx),
+        timers=machine.timers,
+        feedback_lost=sum(c["delay_lost"] for c in got.host_counts.values()),
+        link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps,
+        outside_cpu=machine.outside,
+        outside_worst=machine.outside_worst,
+        window_s=machine.outside_window_s,
+    )
     queues = metrics.stage_queues(metrics.port_queues(tree, ports, timing.window_ns))
     increase = (timing.cct_ns / 1e9 - plan.bound) / plan.bound if plan.bound > 0 else 0.0
-    evidence = replace(evidence, ideal=_ideal_place(
-        fab, p, flows, pk, list(plan.configs.values()) + list(got.configs_end.values()), plan.prop, tp.on,
-        bool(got.link_events or plan.timeline.applied), increase, queues, evidence.timing_excess_share))
+    evidence = replace(
+        evidence,
+        ideal=_ideal_place(
+            fab,
+            p,
+            flows,
+            pk,
+            list(plan.configs.values()) + list(got.configs_end.values()),
+            plan.prop,
+            tp.on,
+            bool(got.link_events or plan.timeline.applied),
+            increase,
+            queues,
+            evidence.timing_excess_share,
+        ),
+    )
     return fidelity.verdict(evidence)
 
 
@@ -474,13 +663,24 @@ def _loop(plan: Plan, sent: SendReport, rx: dict[int, metrics.FlowSample]) -> tm
     tp, pk = plan.tp, plan.pk
     if not tp.on or sent.lateness is None:
         return None
-    incomplete = sum(1 for f in plan.flows if not sent.flows[f.fid].noroute
-                     and (rx[f.fid].uniq if f.fid in rx else 0) < pk.count(f.size_bytes))
+    incomplete = sum(
+        1
+        for f in plan.flows
+        if not sent.flows[f.fid].noroute and (rx[f.fid].uniq if f.fid in rx else 0) < pk.count(f.size_bytes)
+    )
     return tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
 
 
-def _result(plan: Plan, sent: SendReport, got: Readings, timing: Timing, drops: dict[str, int],
-            before: Counters, verdict: fidelity.Verdict, windows: pd.DataFrame | None) -> Result:
+def _result(
+    plan: Plan,
+    sent: SendReport,
+    got: Readings,
+    timing: Timing,
+    drops: dict[str, int],
+    before: Counters,
+    verdict: fidelity.Verdict,
+    windows: pd.DataFrame | None,
+) -> Result:
     fab, p, pk, flows, tp, prop = plan.fab, plan.p, plan.pk, plan.flows, plan.tp, plan.prop
     spec, tree, ports, rx, acks = fab.spec, fab.tree, got.ports, got.rx, got.acks
     queues = metrics.port_queues(tree, ports, timing.window_ns)
@@ -490,65 +690,114 @@ def _result(plan: Plan, sent: SendReport, got: Readings, timing: Timing, drops: 
     for sw in switches.lb_switches(tree):
         base = sw.nid * tree.w
         up0, up1 = before.uplinks, got.after.uplinks
-        per_switch[sw.name] = {"scheme": plan.configs[sw.name].label,
-                               "uplink_pkts": [int(up1[base + s]) - int(up0[base + s]) for s in range(tree.w)],
-                               "pointer_pkts": collector.class_counts(tree, before.pointers[sw.nid],
-                                                                      got.after.pointers[sw.nid], sw.level)}
+        per_switch[sw.name] = {
+            "scheme": plan.configs[sw.name].label,
+            "uplink_pkts": [int(up1[base + s]) - int(up0[base + s]) for s in range(tree.w)],
+            "pointer_pkts": collector.class_counts(tree, before.pointers[sw.nid], got.after.pointers[sw.nid], sw.level),
+        }
         if got.configs_end[sw.name] != plan.configs[sw.name]:  # changed live during the run
             per_switch[sw.name]["scheme_at_end"] = got.configs_end[sw.name].label
     flow_stats = []
     for f in flows:
         r, a = rx.get(f.fid), acks.get(f.fid)
-        flow_stats.append({
-            "fid": f.fid, "src": tree.hosts[f.src].name, "dst": tree.hosts[f.dst].name, "size_bytes": f.size_bytes,
-            "sent": sent.flows[f.fid].packets, "received": r.pkts if r else 0,
-            "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
-            "no_route_at_source": sent.flows[f.fid].noroute,
-            "complete": ((r.uniq if tp.on else r.pkts) if r else 0) == pk.count(f.size_bytes),
-            "reachable_at_end": got.reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
-            "first_rx_ns": r.first_ns if r else 0, "last_rx_ns": r.last_ns if r else 0,
-            "acks": int(a.acks) if a else 0, "last_ack_ns": int(a.last_ns) if a else 0,
-            "out_of_order": r.ooo if r else 0, "max_psn_displacement": r.max_disp if r else 0,
-            "ce": r.ce if r else 0, "acks_ecn": int(a.ecn) if a else 0,
-            "path_links": path_links(tree, f.src, f.dst),
-            "completion_ns": round(timing.ends[f.fid] + prop.shift_s[f.fid] * 1e9) if timing.ends[f.fid] else 0,
-            **(_flow_transport(sent.flows[f.fid], r) if tp.on else {})})
+        flow_stats.append(
+            {
+                "fid": f.fid,
+                "src": tree.hosts[f.src].name,
+                "dst": tree.hosts[f.dst].name,
+                "size_bytes": f.size_bytes,
+                "sent": sent.flows[f.fid].packets,
+                "received": r.pkts if r else 0,
+                "shortfall": sent.flows[f.fid].packets - (r.pkts if r else 0),
+                "no_route_at_source": sent.flows[f.fid].noroute,
+                "complete": ((r.uniq if tp.on else r.pkts) if r else 0) == pk.count(f.size_bytes),
+                "reachable_at_end": got.reach_end.reachable(tree.hosts[f.src], tree.hosts[f.dst]),
+                "first_rx_ns": r.first_ns if r else 0,
+                "last_rx_ns": r.last_ns if r else 0,
+                "acks": int(a.acks) if a else 0,
+                "last_ack_ns": int(a.last_ns) if a else 0,
+                "out_of_order": r.ooo if r else 0,
+                "max_psn_displacement": r.max_disp if r else 0,
+                "ce": r.ce if r else 0,
+                "acks_ecn": int(a.ecn) if a else 0,
+                "path_links": path_links(tree, f.src, f.dst),
+                "completion_ns": round(timing.ends[f.fid] + prop.shift_s[f.fid] * 1e9) if timing.ends[f.fid] else 0,
+                **(_flow_transport(sent.flows[f.fid], r) if tp.on else {}),
+            }
+        )
     loop = _loop(plan, sent, rx)
     transport: dict[str, Any] = {"cc": "none"}
     if tp.on and loop is not None and windows is not None:
-        transport = tmeasure.summary(windows, sent.flows, loop, tp.describe(), sum(r.uniq for r in rx.values()),
-                                     sum(r.dups for r in rx.values()), drops["buffer"], drops["buffer_acks"])
+        transport = tmeasure.summary(
+            windows,
+            sent.flows,
+            loop,
+            tp.describe(),
+            sum(r.uniq for r in rx.values()),
+            sum(r.dups for r in rx.values()),
+            drops["buffer"],
+            drops["buffer_acks"],
+        )
     c0, c1 = before.data_plane, got.after.data_plane
     return Result(
-        scheme=plan.scheme_label, workload=p.workload, k=tree.k, hosts=tree.n_hosts, size_bytes=p.size_bytes,
-        load=p.load, rate_bps=spec.rate_bps, host_rate_bps=plan.host_rate, rho_max=plan.rho, seed=p.seed,
-        flows=len(flows), acks=p.acks, cct_s=cct_s, cct_start_ns=timing.t_first, cct_end_ns=timing.t_last,
-        cct_lower_bound_s=bound, cct_lower_bound_fault_free_s=bound_ff,
+        scheme=plan.scheme_label,
+        workload=p.workload,
+        k=tree.k,
+        hosts=tree.n_hosts,
+        size_bytes=p.size_bytes,
+        load=p.load,
+        rate_bps=spec.rate_bps,
+        host_rate_bps=plan.host_rate,
+        rho_max=plan.rho,
+        seed=p.seed,
+        flows=len(flows),
+        acks=p.acks,
+        cct_s=cct_s,
+        cct_start_ns=timing.t_first,
+        cct_end_ns=timing.t_last,
+        cct_lower_bound_s=bound,
+        cct_lower_bound_fault_free_s=bound_ff,
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0,
         cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
-        packets_sent=sent.packets, packets_received=sum(r.pkts for r in rx.values()),
-        acks_received=sum(int(a.acks) for a in acks.values()), drops=sum(drops.values()), drops_detail=drops,
+        packets_sent=sent.packets,
+        packets_received=sum(r.pkts for r in rx.values()),
+        acks_received=sum(int(a.acks) for a in acks.values()),
+        drops=sum(drops.values()),
+        drops_detail=drops,
         drops_by_port=_drops_by_port(tree, before.qdisc, got.after.qdisc, ports),
-        switch_counters={n: c1[n] - c0.get(n, 0) for n in c1}, queues=metrics.stage_queues(queues),
+        switch_counters={n: c1[n] - c0.get(n, 0) for n in c1},
+        queues=metrics.stage_queues(queues),
         overload=metrics.worst_overload(tree, ports),
-        utilisation=metrics.delivered_utilisation(tree, flows, ports, spec.rate_bps, timing.window_ns,
-                                                  spec.wire_overhead, spec.burst),
-        ports=[{**asdict(q), "utilisation": util[q.port]} for q in queues], fidelity=verdict.to_json(),
-        switches=per_switch, flow_stats=flow_stats,
-        out_dir=str(plan.run_dir.path) if plan.run_dir is not None else None, discarded_attempts=plan.discarded,
+        utilisation=metrics.delivered_utilisation(
+            tree, flows, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead, spec.burst
+        ),
+        ports=[{**asdict(q), "utilisation": util[q.port]} for q in queues],
+        fidelity=verdict.to_json(),
+        switches=per_switch,
+        flow_stats=flow_stats,
+        out_dir=str(plan.run_dir.path) if plan.run_dir is not None else None,
+        discarded_attempts=plan.discarded,
         link_events=got.link_events,
-        timeline=[{**a.action, "applied_at_s": [(t - timing.t_first) / 1e9 for t in a.t_applied_ns]}
-                  for a in plan.timeline.applied],
+        timeline=[
+            {**a.action, "applied_at_s": [(t - timing.t_first) / 1e9 for t in a.t_applied_ns]}
+            for a in plan.timeline.applied
+        ],
         ecn={"unit": p.ecn().unit, "threshold": p.ecn().value, "buffer_ref_bytes": p.buffer_ref},
         ecn_marked=sum(q.ecn_marked for q in queues),
-        host_lb={"scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
-                 **{n: sum(c[n] for c in got.host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
-                 "by_host": got.host_counts},
-        port_buffer_bytes=p.port_buffer(), transport=transport, propagation=prop.describe())
+        host_lb={
+            "scheme": p.scheme.label if p.scheme is not None and p.scheme.is_host else None,
+            **{n: sum(c[n] for c in got.host_counts.values()) for n in HOST_LB_COUNTER_NAMES},
+            "by_host": got.host_counts,
+        },
+        port_buffer_bytes=p.port_buffer(),
+        transport=transport,
+        propagation=prop.describe(),
+    )
 
 
-def _write(plan: Plan, result: Result, sampler: collector.Sampler, timing: Timing,
-           windows: pd.DataFrame | None) -> None:
+def _write(
+    plan: Plan, result: Result, sampler: collector.Sampler, timing: Timing, windows: pd.DataFrame | None
+) -> None:
     """The run's directory: the manifest's summary and the tables (ports, flows, the queue series, and a
     transport run's window trace)."""
     assert plan.run_dir is not None
@@ -568,17 +817,25 @@ class Propagated:
     shift_s: dict[int, float]
 
     def describe(self) -> dict[str, Any]:
-        return {"asked": self.spec.label, "link_s": self.link_s, "link_pkts": self.link_pkts,
-                "where": "each flow's completion and the bound gain its path's links x the delay (twice with "
-                         "ACKs: the CCT ends at the last ACK); every feedback signal (REPS entropies, CONGA's "
-                         "fed-back metric, ACKs to a congestion controller) is usable one propagation round trip "
-                         "after it reached the data plane; queues and utilisation are over what the kernel saw"}
+        return {
+            "asked": self.spec.label,
+            "link_s": self.link_s,
+            "link_pkts": self.link_pkts,
+            "where": "each flow's completion and the bound gain its path's links x the delay (twice with "
+            "ACKs: the CCT ends at the last ACK); every feedback signal (REPS entropies, CONGA's "
+            "fed-back metric, ACKs to a congestion controller) is usable one propagation round trip "
+            "after it reached the data plane; queues and utilisation are over what the kernel saw",
+        }
 
 
 def _propagation(p: RunParams, tree: FatTree, flows: list[Flow], rate_bps: int, pk: Packetizer) -> Propagated:
     link_s = p.link_delay_s(rate_bps, pk.wire_overhead)
-    return Propagated(p.propagation, link_s, link_s * rate_bps / 8 / pk.wire_len(p.payload),
-                      metrics.propagation_shift_s(tree, flows, link_s, p.acks))
+    return Propagated(
+        p.propagation,
+        link_s,
+        link_s * rate_bps / 8 / pk.wire_len(p.payload),
+        metrics.propagation_shift_s(tree, flows, link_s, p.acks),
+    )
 
 
 def _flow_end(r: Any, a: Any, acks: bool) -> int:
@@ -591,9 +848,16 @@ def _flow_end(r: Any, a: Any, acks: bool) -> int:
 
 def _flow_transport(s: Any, r: Any) -> dict[str, Any]:
     """A flow's transport figures: the receiver's distinct and duplicate arrivals, the sender's recovery."""
-    return {"received_unique": r.uniq if r else 0, "received_duplicates": r.dups if r else 0,
-            "retransmits": s.retransmits, "fast_retransmits": s.fast_retransmits, "timeouts": s.timeouts,
-            "spurious_retransmits": s.spurious, "acked_twice": s.acked_twice, "final_cwnd_pkts": s.final_cwnd}
+    return {
+        "received_unique": r.uniq if r else 0,
+        "received_duplicates": r.dups if r else 0,
+        "retransmits": s.retransmits,
+        "fast_retransmits": s.fast_retransmits,
+        "timeouts": s.timeouts,
+        "spurious_retransmits": s.spurious,
+        "acked_twice": s.acked_twice,
+        "final_cwnd_pkts": s.final_cwnd,
+    }
 
 
 def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
@@ -602,9 +866,20 @@ def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
     return {f.fid: n_paths(f.src // hpe == f.dst // hpe, f.src // hpp == f.dst // hpp, tree.w) for f in flows}
 
 
-def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: float,
-          timeline: faults.Timeline, fault: str | None, tp: Transport, rtts: dict[int, int],
-          trace_path: Path, reps: bool, waits: dict[int, float]) -> SendReport:
+def _send(
+    fab: Fabric,
+    flows: list[Flow],
+    pk: Packetizer,
+    seed: int,
+    bound: float,
+    timeline: faults.Timeline,
+    fault: str | None,
+    tp: Transport,
+    rtts: dict[int, int],
+    trace_path: Path,
+    reps: bool,
+    waits: dict[int, float],
+) -> SendReport:
     prefix = fab.spec.prefix
     pids: list[int] = []
 
@@ -614,48 +889,102 @@ def _send(fab: Fabric, flows: list[Flow], pk: Packetizer, seed: int, bound: floa
         timeline.start()
 
     try:
-        freeze = RepsFreeze(os.path.join(pin_dir(prefix), "reps"), Dims.of(fab.tree).n_flows,
-                            round(reps_freeze_s(fab.spec.rate_bps) * 1e9)) if reps else None
-        transport = {"transport": tp, "paths": _paths(fab.tree, flows), "base_rtts_ns": rtts, "reps": freeze,
-                     "after_ns": {fid: round(w * 1e9) for fid, w in waits.items()},
-                     "trace_path": str(trace_path),
-                     "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0])} if tp.on else {}
+        freeze = (
+            RepsFreeze(
+                os.path.join(pin_dir(prefix), "reps"),
+                Dims.of(fab.tree).n_flows,
+                round(reps_freeze_s(fab.spec.rate_bps) * 1e9),
+            )
+            if reps
+            else None
+        )
+        transport = (
+            {
+                "transport": tp,
+                "paths": _paths(fab.tree, flows),
+                "base_rtts_ns": rtts,
+                "reps": freeze,
+                "after_ns": {fid: round(w * 1e9) for fid, w in waits.items()},
+                "trace_path": str(trace_path),
+                "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0]),
+            }
+            if tp.on
+            else {}
+        )
         # a transport run can take longer: timeouts, and windows smaller than the BDP
-        timeout_s = (10 * bound + 10 + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps
-                     + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0))
+        timeout_s = (
+            10 * bound
+            + 10
+            + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps
+            + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0)
+        )
         if fault is not None and fault.startswith("deadline:"):  # a fault: the senders give up that early
             timeout_s, fault = int(fault.split(":")[1]) / 1e3, None
         return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps, **transport).run(
-            timeout_s=timeout_s, on_start=started)
+            timeout_s=timeout_s, on_start=started
+        )
     finally:
         for pid in pids:
             state.record_pid(prefix, pid, add=False)
 
 
 def _manifest_summary(r: Result) -> dict[str, Any]:
-    return {"fidelity": r.fidelity, "valid": r.fidelity["valid"], "discarded_attempts": r.discarded_attempts,
-            "rho_max": r.rho_max, "timeline": r.timeline, "link_events": r.link_events,
-            "switch_uplink_pkts": {
-        n: s["uplink_pkts"] for n, s in r.switches.items()}, "switches": r.switches, "summary": {
-        k: getattr(r, k) for k in ("cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
-                                   "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received",
-                                   "drops", "drops_detail", "switch_counters", "queues", "overload", "utilisation",
-                                   "ecn", "ecn_marked", "host_lb")}}
+    return {
+        "fidelity": r.fidelity,
+        "valid": r.fidelity["valid"],
+        "discarded_attempts": r.discarded_attempts,
+        "rho_max": r.rho_max,
+        "timeline": r.timeline,
+        "link_events": r.link_events,
+        "switch_uplink_pkts": {n: s["uplink_pkts"] for n, s in r.switches.items()},
+        "switches": r.switches,
+        "summary": {
+            k: getattr(r, k)
+            for k in (
+                "cct_s",
+                "cct_lower_bound_s",
+                "cct_increase",
+                "cct_lower_bound_fault_free_s",
+                "cct_increase_fault_free",
+                "packets_sent",
+                "packets_received",
+                "acks_received",
+                "drops",
+                "drops_detail",
+                "switch_counters",
+                "queues",
+                "overload",
+                "utilisation",
+                "ecn",
+                "ecn_marked",
+                "host_lb",
+            )
+        },
+    }
 
 
 def _tables(tree: FatTree, r: Result, sampler: collector.Sampler, t0_ns: int) -> dict[str, pd.DataFrame]:
     cols = sampler.series(t0_ns)
     stage_labels = [st.label for st in Stage]
     # categoricals: 4 bytes a reading, not a string pointer (a long series has tens of millions of readings)
-    timeseries = pd.DataFrame({
-        "t_s": cols["t_s"],
-        "port": pd.Categorical.from_codes(cols["position"], categories=[p.label for p in tree.ports]),
-        "stage": pd.Categorical.from_codes(np.array([int(p.stage) for p in tree.ports], dtype=np.int8)[cols["position"]],
-                                           categories=stage_labels),
-        "pkts": cols["pkts"], "bytes": cols["bytes"]})
+    timeseries = pd.DataFrame(
+        {
+            "t_s": cols["t_s"],
+            "port": pd.Categorical.from_codes(cols["position"], categories=[p.label for p in tree.ports]),
+            "stage": pd.Categorical.from_codes(
+                np.array([int(p.stage) for p in tree.ports], dtype=np.int8)[cols["position"]], categories=stage_labels
+            ),
+            "pkts": cols["pkts"],
+            "bytes": cols["bytes"],
+        }
+    )
     stage_rows = [{"stage": st, **v, "worst_overload": r.overload[st]} for st, v in r.queues.items()]
-    return {"flows": pd.DataFrame(r.flow_stats), "ports": pd.DataFrame(r.ports), "timeseries": timeseries,
-            "stages": pd.DataFrame(stage_rows)}
+    return {
+        "flows": pd.DataFrame(r.flow_stats),
+        "ports": pd.DataFrame(r.ports),
+        "timeseries": timeseries,
+        "stages": pd.DataFrame(stage_rows),
+    }
 
 
 def _wait_delivered(maps: Maps, sent: int, acks: bool, lost: Callable[[], tuple[int, int]]) -> bool:
@@ -681,31 +1010,53 @@ def _delta(before: dict[int, Any], after: dict[int, Any], i: int, what: str) -> 
     return int(getattr(after[i], what)) - (int(getattr(before[i], what)) if i in before else 0)
 
 
-def _drops_by_port(tree: Any, qdisc0: dict[int, Any], qdisc1: dict[int, Any],
-                   ports: dict[int, Any]) -> dict[str, dict[str, int]]:
+def _drops_by_port(
+    tree: Any, qdisc0: dict[int, Any], qdisc1: dict[int, Any], ports: dict[int, Any]
+) -> dict[str, dict[str, int]]:
     """Every port that dropped anything, by kind: its qdisc's data and ACK drops, its finite buffer's."""
     out = {}
     for p in tree.ports:
         i = p.ifindex
-        kinds = {"qdisc": _delta(qdisc0, qdisc1, i, "drops") - _delta(qdisc0, qdisc1, i, "ack_drops")
-                 if i in qdisc1 else 0,
-                 "qdisc_acks": _delta(qdisc0, qdisc1, i, "ack_drops") if i in qdisc1 else 0,
-                 "buffer": int(ports[i].buf_drops) if i in ports else 0,
-                 "buffer_acks": int(ports[i].buf_ack_drops) if i in ports else 0}
+        kinds = {
+            "qdisc": _delta(qdisc0, qdisc1, i, "drops") - _delta(qdisc0, qdisc1, i, "ack_drops") if i in qdisc1 else 0,
+            "qdisc_acks": _delta(qdisc0, qdisc1, i, "ack_drops") if i in qdisc1 else 0,
+            "buffer": int(ports[i].buf_drops) if i in ports else 0,
+            "buffer_acks": int(ports[i].buf_ack_drops) if i in ports else 0,
+        }
         if any(kinds.values()):
             out[p.label] = {k: v for k, v in kinds.items() if v}
     return out
 
 
-def _ideal_place(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, configs: list[SchemeConfig],
-                 prop: Propagated, cc: bool, failures: bool, cct_increase: float,
-                 stages: dict[str, dict[str, float]], allowance: float) -> dict[str, Any]:
+def _ideal_place(
+    fab: Fabric,
+    p: RunParams,
+    flows: list[Flow],
+    pk: Packetizer,
+    configs: list[SchemeConfig],
+    prop: Propagated,
+    cc: bool,
+    failures: bool,
+    cct_increase: float,
+    stages: dict[str, dict[str, float]],
+    allowance: float,
+) -> dict[str, Any]:
     """The run's place in the ideal fabric's distribution for its flows (testbed.measure.envelope), or why it
     has none."""
     schemes = set(configs)  # at the start and at the end of the run
-    why = ("switches run different schemes" if len(schemes) != 1 else "ACKs on" if p.acks
-           else "congestion control" if cc else "load below 1" if p.load < 1 else "link failures" if failures
-           or faults.current_failed(fab.tree) else "")
+    why = (
+        "switches run different schemes"
+        if len(schemes) != 1
+        else "ACKs on"
+        if p.acks
+        else "congestion control"
+        if cc
+        else "load below 1"
+        if p.load < 1
+        else "link failures"
+        if failures or faults.current_failed(fab.tree)
+        else ""
+    )
     config = next(iter(schemes)) if len(schemes) == 1 else None
     if not why and config is not None:
         why = envelope.modelled(config, flows, pk)
@@ -714,10 +1065,13 @@ def _ideal_place(fab: Fabric, p: RunParams, flows: list[Flow], pk: Packetizer, c
         why = f"{frames} frames x {envelope.DRAWS} draws is beyond {envelope.MAX_FRAME_DRAWS} (testbed ideal plays it)"
     if why or config is None:
         return {"placed": False, "why_not": why}
-    env = envelope.envelope(fab.tree, config, flows, pk, prop.link_pkts,
-                            buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk)))  # the fabric's own
-    return {"placed": True, **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()},
-                                             allowance)}
+    env = envelope.envelope(
+        fab.tree, config, flows, pk, prop.link_pkts, buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk))
+    )  # the fabric's own
+    return {
+        "placed": True,
+        **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()}, allowance),
+    }
 
 
 def _sender_fault(inject: str | None) -> str | None:

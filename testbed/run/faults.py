@@ -79,8 +79,10 @@ def check_partition(tree: FatTree, failed: list[Link], force: bool) -> list[tupl
     cut = control.unreachable_pairs(tree, failed)
     if cut and not force:
         hosts = sorted({h for pair in cut for h in pair})
-        raise FaultError(f"this would leave {len(cut)} host pairs without a path (e.g. {cut[0][0]} -> {cut[0][1]}; "
-                         f"{len(hosts)} hosts affected); add --force to do it anyway")
+        raise FaultError(
+            f"this would leave {len(cut)} host pairs without a path (e.g. {cut[0][0]} -> {cut[0][1]}; "
+            f"{len(hosts)} hosts affected); add --force to do it anyway"
+        )
     return cut
 
 

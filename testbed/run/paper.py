@@ -26,8 +26,23 @@ from .sweep import Matrix
 
 KB, MB = 1024, 1 << 20
 MAIN = ("ar", "reps", "ofan", "pofan:4")  # the paper's section 6 comparison
-TABLE1 = ("ecmp", "rr", "jsq", "rps", "ar", "choice", "drill", "conga", "dlb", "sglb", "reps", "drb", "ethereal",
-          "pofan:4", "ofan")
+TABLE1 = (
+    "ecmp",
+    "rr",
+    "jsq",
+    "rps",
+    "ar",
+    "choice",
+    "drill",
+    "conga",
+    "dlb",
+    "sglb",
+    "reps",
+    "drb",
+    "ethereal",
+    "pofan:4",
+    "ofan",
+)
 TEN = tuple(range(1, 11))  # "we run all considered scenarios at least 10 times" (section 6)
 CC_SCHEMES = ("ecmp", "rps", "ar", "reps", "ofan", "pofan:4")  # Fig. 12
 FSDP_LAYER_PKTS = {"8B": 119, "70B": 418, "405B": 1533}  # section 6.7: packets per flow per layer, FP8, 4 KB
@@ -53,8 +68,9 @@ class PaperFigure:
 
     def matrices(self, scale: str) -> dict[str, Matrix]:
         """Each panel's matrix at `scale`, named for its figure (so the report draws it)."""
-        return {p.name: dataclasses.replace(p.quick if scale == "quick" else p.paper, figure=self.name)
-                for p in self.panels}
+        return {
+            p.name: dataclasses.replace(p.quick if scale == "quick" else p.paper, figure=self.name) for p in self.panels
+        }
 
     def cells(self, scale: str) -> int:
         return sum(len(m.cells()) for m in self.matrices(scale).values())
@@ -73,114 +89,289 @@ def _one(caption: str, quick: Matrix, paper: Matrix) -> tuple[Panel, ...]:
 def figures() -> dict[str, PaperFigure]:
     """Every figure (built on first use: each matrix checks its cells)."""
     figs = (
-        PaperFigure("fig1", "Fig. 1: utilisation, largest queue and CCT increase against the offered load (1, 2.2)",
-                    _one("a 1 MB permutation",
-                         _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
-                         _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
-                            ks=(12,), seeds=TEN))),
-        PaperFigure("fig3", "Fig. 3: worst link overload per stage, every Table 1 scheme (3.2)",
-                    _one("an inter-pod permutation", _m(TABLE1, inter_pod=True, seeds=(1, 2)),
-                         _m(TABLE1, inter_pod=True, ks=(12,), seeds=TEN)),
-                    ("RSQ is rps (the testbed's JSQ family has no separate RSQ)",)),
-        PaperFigure("fig4", "Fig. 4: largest queue and CCT increase against the message size, growth exponents (3.5)",
-                    _one("a permutation, every Table 1 scheme", _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                         _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN)),
-                    ("RSQ is rps",)),
-        PaperFigure("fig5", "Fig. 5: CCT increase against the network size (6.1)", (
-            Panel("a", "(a) a 1 MB permutation", _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                  _m(MAIN, ks=(4, 8, 12, 16), seeds=TEN)),
-            Panel("b", "(b) all-to-all, a fixed size per flow", _m(MAIN, workloads=("all-to-all",), sizes=(16 * KB,),
-                                                                  ks=(4, 8), seeds=(1, 2)),
-                  _m(MAIN, workloads=("all-to-all",), sizes=(64 * KB,), ks=(4, 8), seeds=TEN)),
-            Panel("c", "(c) all-to-all, a fixed total per host",
-                  _m(MAIN, workloads=("all-to-all-host",), sizes=(256 * KB,), ks=(4, 8), seeds=(1, 2)),
-                  _m(MAIN, workloads=("all-to-all-host",), sizes=(2 * MB,), ks=(4, 8), seeds=TEN))),
-                    (f"all-to-all (b, c) up to k=8: {SOCKETS}",
-                     "all-to-all sizes are this testbed's (the paper gives none): (b) 64 KB per flow, (c) 2 MB per host")),
-        PaperFigure("fig6", "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
-                    _one("a 1 MB permutation", _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8),
-                                                  seeds=(1, 2)),
-                         _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=TEN))),
-        PaperFigure("fig7", "Fig. 7: CCT increase against the message size, with the 1/sqrt(m) trend (6.1)", (
-            Panel("a", "(a) permutation", _m(MAIN, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                  _m(MAIN, sizes=(256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN)),
-            Panel("b", "(b) all-to-all", _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB),
-                                            seeds=(1, 2)),
-                  _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB, 256 * KB), ks=(8,),
-                     seeds=TEN))),
-                    (f"(b) at k=8: {SOCKETS}", ("message sizes are this testbed's choice around the paper's 1 MB "
-                                                 "default (the paper's axis values are not in its text)"))),
-        PaperFigure("fig8", "Fig. 8: CCT increase against the packet size, with the model's optimum (6.1, G)", (
-            Panel("a", "(a) a 0.5 MB message", _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192),
-                                                  seeds=(1, 2)),
-                  _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,), seeds=TEN)),
-            Panel("b", "(b) a larger message: Ofan's optimum moves to larger packets",
-                  _m(("ar", "ofan"), sizes=(4 * MB,), payloads=(4096, 8192, 16384, 32768), seeds=(1, 2)),
-                  _m(("ar", "reps", "ofan"), sizes=(8 * MB,), payloads=(4096, 8192, 16384, 32768), ks=(12,),
-                     seeds=TEN))),
-                    (("payloads up to 32 KB: a veth frame is at most 64 KB, and 32 KB is the largest the suite "
-                      "checks end to end"), "(b)'s message size is this testbed's (8 MB)",
-                     "the ECN threshold of 10 packets at 64 KB does not act: no congestion control here")),
-        PaperFigure("fig9", "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced "
-                    "at rho_max (6.2)",
-                    _one("a 1 MB permutation", _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
-                         _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=TEN))),
-        PaperFigure("fig10", "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
-                    _one("a 1 MB permutation", _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                         _m(MAIN, topology="leafspine", ks=(64,), seeds=TEN))),
-        PaperFigure("fig11", "Fig. 11: 4Ofan deployed on half the LB switches among AR ones, four ways (6.4)",
-                    _one("a 1 MB permutation: all AR, the four mixes, all 4Ofan",
-                         _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
-                         _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=TEN)),
-                    ("the mixes are drawn from each run's seed: random:0.5 and pods:0.5 differ per seed",)),
-        PaperFigure("fig12", "Fig. 12: CCT increase per scheme with DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB "
-                    "buffers, base RTT 150 packet times (6.5)",
-                    _one("a 4 MB permutation",
-                         _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
-                         _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=TEN)),
-                    ("the paper's MSwift is this testbed's swift (docs/traffic.md, \"Congestion control\")",)),
-        PaperFigure("fig13", "Fig. 13: MoE dispatch, hierarchical over 8-GPU servers, skew 1.48x (1.13x with EPLB), "
-                    "without a CCA and with NSCC (6.6)",
-                    _one("(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",
-                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(512 * KB,), ccs=("none", "nscc"),
-                            gpus_per_server=4, payloads=(32768,), ecn_threshold="10pkts", seeds=(1, 2), retries=1),
-                         _m(MAIN, workloads=("moe", "moe-eplb"), sizes=(4 * MB,), ccs=("none", "nscc"), ks=(8,),
-                            payloads=(32768,), ecn_threshold="10pkts", seeds=TEN)),
-                    (("synthetic expert popularity drawn to the paper's skews (traffic.workloads), not the Qwen3 "
-                      "trace; --matrix takes a real trace's matrix"),
-                     "32 KB packets, not 64 KB: a veth frame is at most 64 KB with headers",
-                     "4 MB per flow (the paper: 492 MB per GPU, ~33 MB per flow): the packet budget's rate at k=8",
-                     "quick: servers of 4 GPUs at k=4 (16 hosts: two servers of 8 leave one flow per GPU)")),
-        PaperFigure("fig14", "Fig. 14: FSDP2's backward pass on Llama-3 8B, 70B and 405B: every layer's ring "
-                    "ReduceScatter and AllGather, chained, servers placed at random, NSCC and Swift (6.7)",
-                    _one("per model (119, 418, 1,533 packets per flow and step)",
-                         _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
-                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"),
-                            gpus_per_server=4, seeds=(1,), retries=1),
-                         _m(("ar", "reps", "ofan", "pofan:4"), workloads=("fsdp",),
-                            sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()), ccs=("nscc", "swift"), ks=(8,),
-                            seeds=(1, 2, 3))),
-                    (("one layer's pass (its ReduceScatter and AllGather, 2 (servers - 1) chained ring steps), not "
-                      "every layer's: each layer repeats the same steps (32, 80 and 126 layers)"),
-                     ("k=8: 128 GPUs in 16 servers of 8, 30 chained steps; the paper's 1,024 GPUs make 254 steps "
-                      "per layer, and one 405B step takes 159 s at k=16's rate"),
-                     "a step starts when its input arrived (per GPU, from the ring's ACKs), not at a global barrier",
-                     "3 seeds: a seed's three passes take about 10 minutes per scheme and CCA at k=8",
-                     "quick: servers of 4 GPUs at k=4 (4 servers, 6 chained steps)")),
-        PaperFigure("fig17", "Fig. 17: DRB's largest queue over Ofan's against the number of hosts (F.3)",
-                    _one("an inter-pod 1 MB permutation", _m(("drb", "ofan"), inter_pod=True, ks=(4, 8),
-                                                             seeds=tuple(range(1, 7))),
-                         _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12, 16), seeds=tuple(range(1, 31))))),
-        PaperFigure("fig18", "Fig. 18: Ofan's average queue per switch layer against the paper's queue model (F.4)",
-                    _one("an inter-pod 1 MB permutation", _m(("ofan",), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
-                         _m(("ofan",), inter_pod=True, ks=(4, 8, 12, 16), seeds=TEN)),
-                    ("without ACKs: Ofan alone, the CCT ends at the last data packet (ACKs would halve the rate)",)),
+        PaperFigure(
+            "fig1",
+            "Fig. 1: utilisation, largest queue and CCT increase against the offered load (1, 2.2)",
+            _one(
+                "a 1 MB permutation",
+                _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
+                _m(
+                    ("rps", "ar", "reps", "ofan", "pofan:4"),
+                    loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
+                    ks=(12,),
+                    seeds=TEN,
+                ),
+            ),
+        ),
+        PaperFigure(
+            "fig3",
+            "Fig. 3: worst link overload per stage, every Table 1 scheme (3.2)",
+            _one(
+                "an inter-pod permutation",
+                _m(TABLE1, inter_pod=True, seeds=(1, 2)),
+                _m(TABLE1, inter_pod=True, ks=(12,), seeds=TEN),
+            ),
+            ("RSQ is rps (the testbed's JSQ family has no separate RSQ)",),
+        ),
+        PaperFigure(
+            "fig4",
+            "Fig. 4: largest queue and CCT increase against the message size, growth exponents (3.5)",
+            _one(
+                "a permutation, every Table 1 scheme",
+                _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN),
+            ),
+            ("RSQ is rps",),
+        ),
+        PaperFigure(
+            "fig5",
+            "Fig. 5: CCT increase against the network size (6.1)",
+            (
+                Panel(
+                    "a",
+                    "(a) a 1 MB permutation",
+                    _m(MAIN, ks=(4, 8), seeds=(1, 2)),
+                    _m(MAIN, ks=(4, 8, 12, 16), seeds=TEN),
+                ),
+                Panel(
+                    "b",
+                    "(b) all-to-all, a fixed size per flow",
+                    _m(MAIN, workloads=("all-to-all",), sizes=(16 * KB,), ks=(4, 8), seeds=(1, 2)),
+                    _m(MAIN, workloads=("all-to-all",), sizes=(64 * KB,), ks=(4, 8), seeds=TEN),
+                ),
+                Panel(
+                    "c",
+                    "(c) all-to-all, a fixed total per host",
+                    _m(MAIN, workloads=("all-to-all-host",), sizes=(256 * KB,), ks=(4, 8), seeds=(1, 2)),
+                    _m(MAIN, workloads=("all-to-all-host",), sizes=(2 * MB,), ks=(4, 8), seeds=TEN),
+                ),
+            ),
+            (
+                f"all-to-all (b, c) up to k=8: {SOCKETS}",
+                "all-to-all sizes are this testbed's (the paper gives none): (b) 64 KB per flow, (c) 2 MB per host",
+            ),
+        ),
+        PaperFigure(
+            "fig6",
+            "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
+            _one(
+                "a 1 MB permutation",
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=TEN),
+            ),
+        ),
+        PaperFigure(
+            "fig7",
+            "Fig. 7: CCT increase against the message size, with the 1/sqrt(m) trend (6.1)",
+            (
+                Panel(
+                    "a",
+                    "(a) permutation",
+                    _m(MAIN, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
+                    _m(MAIN, sizes=(256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN),
+                ),
+                Panel(
+                    "b",
+                    "(b) all-to-all",
+                    _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB), seeds=(1, 2)),
+                    _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB, 256 * KB), ks=(8,), seeds=TEN),
+                ),
+            ),
+            (
+                f"(b) at k=8: {SOCKETS}",
+                (
+                    "message sizes are this testbed's choice around the paper's 1 MB "
+                    "default (the paper's axis values are not in its text)"
+                ),
+            ),
+        ),
+        PaperFigure(
+            "fig8",
+            "Fig. 8: CCT increase against the packet size, with the model's optimum (6.1, G)",
+            (
+                Panel(
+                    "a",
+                    "(a) a 0.5 MB message",
+                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192), seeds=(1, 2)),
+                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,), seeds=TEN),
+                ),
+                Panel(
+                    "b",
+                    "(b) a larger message: Ofan's optimum moves to larger packets",
+                    _m(("ar", "ofan"), sizes=(4 * MB,), payloads=(4096, 8192, 16384, 32768), seeds=(1, 2)),
+                    _m(
+                        ("ar", "reps", "ofan"),
+                        sizes=(8 * MB,),
+                        payloads=(4096, 8192, 16384, 32768),
+                        ks=(12,),
+                        seeds=TEN,
+                    ),
+                ),
+            ),
+            (
+                (
+                    "payloads up to 32 KB: a veth frame is at most 64 KB, and 32 KB is the largest the suite "
+                    "checks end to end"
+                ),
+                "(b)'s message size is this testbed's (8 MB)",
+                "the ECN threshold of 10 packets at 64 KB does not act: no congestion control here",
+            ),
+        ),
+        PaperFigure(
+            "fig9",
+            "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced at rho_max (6.2)",
+            _one(
+                "a 1 MB permutation",
+                _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
+                _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=TEN),
+            ),
+        ),
+        PaperFigure(
+            "fig10",
+            "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
+            _one(
+                "a 1 MB permutation",
+                _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
+                _m(MAIN, topology="leafspine", ks=(64,), seeds=TEN),
+            ),
+        ),
+        PaperFigure(
+            "fig11",
+            "Fig. 11: 4Ofan deployed on half the LB switches among AR ones, four ways (6.4)",
+            _one(
+                "a 1 MB permutation: all AR, the four mixes, all 4Ofan",
+                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
+                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=TEN),
+            ),
+            ("the mixes are drawn from each run's seed: random:0.5 and pods:0.5 differ per seed",),
+        ),
+        PaperFigure(
+            "fig12",
+            "Fig. 12: CCT increase per scheme with DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB "
+            "buffers, base RTT 150 packet times (6.5)",
+            _one(
+                "a 4 MB permutation",
+                _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
+                _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=TEN),
+            ),
+            ("the paper's MSwift is this testbed's swift (docs/traffic.md, \"Congestion control\")",),
+        ),
+        PaperFigure(
+            "fig13",
+            "Fig. 13: MoE dispatch, hierarchical over 8-GPU servers, skew 1.48x (1.13x with EPLB), "
+            "without a CCA and with NSCC (6.6)",
+            _one(
+                "(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",
+                _m(
+                    MAIN,
+                    workloads=("moe", "moe-eplb"),
+                    sizes=(512 * KB,),
+                    ccs=("none", "nscc"),
+                    gpus_per_server=4,
+                    payloads=(32768,),
+                    ecn_threshold="10pkts",
+                    seeds=(1, 2),
+                    retries=1,
+                ),
+                _m(
+                    MAIN,
+                    workloads=("moe", "moe-eplb"),
+                    sizes=(4 * MB,),
+                    ccs=("none", "nscc"),
+                    ks=(8,),
+                    payloads=(32768,),
+                    ecn_threshold="10pkts",
+                    seeds=TEN,
+                ),
+            ),
+            (
+                (
+                    "synthetic expert popularity drawn to the paper's skews (traffic.workloads), not the Qwen3 "
+                    "trace; --matrix takes a real trace's matrix"
+                ),
+                "32 KB packets, not 64 KB: a veth frame is at most 64 KB with headers",
+                "4 MB per flow (the paper: 492 MB per GPU, ~33 MB per flow): the packet budget's rate at k=8",
+                "quick: servers of 4 GPUs at k=4 (16 hosts: two servers of 8 leave one flow per GPU)",
+            ),
+        ),
+        PaperFigure(
+            "fig14",
+            "Fig. 14: FSDP2's backward pass on Llama-3 8B, 70B and 405B: every layer's ring "
+            "ReduceScatter and AllGather, chained, servers placed at random, NSCC and Swift (6.7)",
+            _one(
+                "per model (119, 418, 1,533 packets per flow and step)",
+                _m(
+                    ("ar", "reps", "ofan", "pofan:4"),
+                    workloads=("fsdp",),
+                    sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
+                    ccs=("nscc", "swift"),
+                    gpus_per_server=4,
+                    seeds=(1,),
+                    retries=1,
+                ),
+                _m(
+                    ("ar", "reps", "ofan", "pofan:4"),
+                    workloads=("fsdp",),
+                    sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
+                    ccs=("nscc", "swift"),
+                    ks=(8,),
+                    seeds=(1, 2, 3),
+                ),
+            ),
+            (
+                (
+                    "one layer's pass (its ReduceScatter and AllGather, 2 (servers - 1) chained ring steps), not "
+                    "every layer's: each layer repeats the same steps (32, 80 and 126 layers)"
+                ),
+                (
+                    "k=8: 128 GPUs in 16 servers of 8, 30 chained steps; the paper's 1,024 GPUs make 254 steps "
+                    "per layer, and one 405B step takes 159 s at k=16's rate"
+                ),
+                "a step starts when its input arrived (per GPU, from the ring's ACKs), not at a global barrier",
+                "3 seeds: a seed's three passes take about 10 minutes per scheme and CCA at k=8",
+                "quick: servers of 4 GPUs at k=4 (4 servers, 6 chained steps)",
+            ),
+        ),
+        PaperFigure(
+            "fig17",
+            "Fig. 17: DRB's largest queue over Ofan's against the number of hosts (F.3)",
+            _one(
+                "an inter-pod 1 MB permutation",
+                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=tuple(range(1, 7))),
+                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12, 16), seeds=tuple(range(1, 31))),
+            ),
+        ),
+        PaperFigure(
+            "fig18",
+            "Fig. 18: Ofan's average queue per switch layer against the paper's queue model (F.4)",
+            _one(
+                "an inter-pod 1 MB permutation",
+                _m(("ofan",), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
+                _m(("ofan",), inter_pod=True, ks=(4, 8, 12, 16), seeds=TEN),
+            ),
+            ("without ACKs: Ofan alone, the CCT ends at the last data packet (ACKs would halve the rate)",),
+        ),
     )
     return {f.name: f for f in figs}
 
 
-NAMES = ("fig1", "fig3", "fig4", "fig5", "fig6", "fig7", "fig8", "fig9", "fig10", "fig11", "fig12", "fig13", "fig14",
-         "fig17", "fig18")
+NAMES = (
+    "fig1",
+    "fig3",
+    "fig4",
+    "fig5",
+    "fig6",
+    "fig7",
+    "fig8",
+    "fig9",
+    "fig10",
+    "fig11",
+    "fig12",
+    "fig13",
+    "fig14",
+    "fig17",
+    "fig18",
+)
 
 
 def matrices(name: str, scale: str) -> dict[str, Matrix]:
@@ -200,9 +391,13 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
                 continue
             slow = ecmp_factor if c.label in ("ecmp", "rr", "jsq") else 1.2
             n = tree.n_hosts
-            per_host = {"all-to-all": c.size * (n - 1), "all-to-all-host": c.size,
-                        "moe": c.size * (n // m.gpus_per_server - 1), "moe-eplb": c.size * (n // m.gpus_per_server - 1),
-                        "fsdp": c.size * (m.steps or fsdp_steps(n, m.gpus_per_server, m.layers))}.get(c.workload, c.size)
+            per_host = {
+                "all-to-all": c.size * (n - 1),
+                "all-to-all-host": c.size,
+                "moe": c.size * (n // m.gpus_per_server - 1),
+                "moe-eplb": c.size * (n // m.gpus_per_server - 1),
+                "fsdp": c.size * (m.steps or fsdp_steps(n, m.gpus_per_server, m.layers)),
+            }.get(c.workload, c.size)
             frames = per_host * (c.payload + 58) / c.payload
             total += 0.5 + slow * frames * 8 / (rate * c.load)
             if c.cc != "none":  # a few base RTTs of 150 packet times, and the loop's own slowdown

@@ -21,7 +21,9 @@ from ..topology import FatTree
 from ..topology.timebase import PAPER, Propagation, path_links
 from ..topology.units import QueueThreshold, parse_threshold
 
-INJECT = re.compile(r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|ackring:\d+|deadline:\d+|nic-slow:\d+:\d+(\.\d+)?")
+INJECT = re.compile(
+    r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|ackring:\d+|deadline:\d+|nic-slow:\d+:\d+(\.\d+)?"
+)
 BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
@@ -98,7 +100,9 @@ class RunParams:
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
         if self.inject is not None and not INJECT.fullmatch(self.inject):
-            raise RunError(f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst, nic-slow:H:PCT, ackstall:N:US, ackring:N or deadline:MS)")
+            raise RunError(
+                f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst, nic-slow:H:PCT, ackstall:N:US, ackring:N or deadline:MS)"
+            )
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
         if self.buffer_ref <= 0:
@@ -131,13 +135,21 @@ class RunParams:
             except SchemeError as e:
                 raise RunError(str(e)) from None
             if self.scheme is None or self.scheme.is_host or base.scheme.is_host:
-                raise RunError("--mix deploys one switch scheme among another's: give --scheme and --mix-base "
-                               "switch schemes")
+                raise RunError(
+                    "--mix deploys one switch scheme among another's: give --scheme and --mix-base switch schemes"
+                )
 
     def sampled(self) -> SampledParams:
         try:
-            return SampledParams(self.sample_pkts, self.flood_pkts, self.dre_pkts, tuple(self.load_band),
-                                 tuple(self.queue_band), self.drill_d, self.drill_m)
+            return SampledParams(
+                self.sample_pkts,
+                self.flood_pkts,
+                self.dre_pkts,
+                tuple(self.load_band),
+                tuple(self.queue_band),
+                self.drill_d,
+                self.drill_m,
+            )
         except SchemeError as e:
             raise RunError(str(e)) from None
 
@@ -151,10 +163,12 @@ class RunParams:
         links = 6 if tree.pods > 1 else 4  # the longest path
         rtt_pkts = 2 * links * self.propagation.link_pkts(rate_bps, pk.wire_len(self.payload))
         if rtt_pkts > REPS_RTT_PKTS_MAX:
-            raise RunError(f"--propagation {self.propagation.label}: REPS holds a propagation round trip of ACKs "
-                           f"in {REPS_DELAY_SLOTS} slots per host; this path's round trip is {rtt_pkts:.0f} packet "
-                           f"times, at most {REPS_RTT_PKTS_MAX:.0f} fit "
-                           f"({REPS_RTT_PKTS_MAX / 2 / links:.1f} packet times per link here)")
+            raise RunError(
+                f"--propagation {self.propagation.label}: REPS holds a propagation round trip of ACKs "
+                f"in {REPS_DELAY_SLOTS} slots per host; this path's round trip is {rtt_pkts:.0f} packet "
+                f"times, at most {REPS_RTT_PKTS_MAX:.0f} fit "
+                f"({REPS_RTT_PKTS_MAX / 2 / links:.1f} packet times per link here)"
+            )
 
     def link_delay_s(self, rate_bps: int, wire_overhead: int = WIRE_EXTRA) -> float:
         """The propagation delay of one link on a fabric of `rate_bps` whose links charge `wire_overhead` bytes per
@@ -167,8 +181,9 @@ class RunParams:
             return self.buffer_bytes
         return CC_BUFFER_BYTES if self.cc != "none" else 0
 
-    def flow_base_rtts_ns(self, tree: FatTree, flows: list[Flow], rate_bps: int,
-                          wire_overhead: int = WIRE_EXTRA) -> dict[int, int]:
+    def flow_base_rtts_ns(
+        self, tree: FatTree, flows: list[Flow], rate_bps: int, wire_overhead: int = WIRE_EXTRA
+    ) -> dict[int, int]:
         """Each flow's base RTT with a CCA: how long after it reached its sender's NIC the transport acts on an
         ACK. --base-rtt (or --base-rtt-pkts) for every flow if given; else its path's propagation round trip
         (2 x links x the per-link delay); with no propagation, 150 packet times (the paper's, section 6.5)."""
@@ -176,8 +191,11 @@ class RunParams:
             return {f.fid: 0 for f in flows}
         pkt_ns = Transport(self.cc, 0, rate_bps, self.payload, self.port_buffer(), wire_overhead).pkt_ns
         if self.base_rtt_s is not None or self.base_rtt_pkts is not None or self.propagation.off:
-            base = self.base_rtt_s * 1e9 if self.base_rtt_s is not None else \
-                (DEFAULT_BASE_RTT_PKTS if self.base_rtt_pkts is None else self.base_rtt_pkts) * pkt_ns
+            base = (
+                self.base_rtt_s * 1e9
+                if self.base_rtt_s is not None
+                else (DEFAULT_BASE_RTT_PKTS if self.base_rtt_pkts is None else self.base_rtt_pkts) * pkt_ns
+            )
             return {f.fid: round(base) for f in flows}
         link_ns = self.link_delay_s(rate_bps, wire_overhead) * 1e9
         return {f.fid: round(2 * path_links(tree, f.src, f.dst) * link_ns) for f in flows}
@@ -185,8 +203,9 @@ class RunParams:
     def transport(self, rate_bps: int, base_rtt_ns: int, wire_overhead: int = WIRE_EXTRA) -> Transport:
         """The run's transport on a fabric of `rate_bps` (off with cc none); its constants (window bounds,
         timeouts, NSCC's scaling) from `base_rtt_ns`, the longest of the flows' base RTTs."""
-        return Transport(self.cc, base_rtt_ns if self.cc != "none" else 0, rate_bps, self.payload,
-                         self.port_buffer(), wire_overhead)
+        return Transport(
+            self.cc, base_rtt_ns if self.cc != "none" else 0, rate_bps, self.payload, self.port_buffer(), wire_overhead
+        )
 
     def ecn(self) -> QueueThreshold:
         try:
@@ -195,18 +214,35 @@ class RunParams:
             raise RunError(f"--ecn-threshold: {e}") from None
 
     def workload_spec(self) -> WorkloadSpec:
-        return WorkloadSpec(self.workload, self.size_bytes, self.seed, self.fan_in, self.inter_pod,
-                            self.gpus_per_server, self.stride, self.matrix, self.moe_skew, self.eplb,
-                            self.order, self.flows_file, self.cm_rate_bps, self.size_per_host, self.layers, self.steps)
+        return WorkloadSpec(
+            self.workload,
+            self.size_bytes,
+            self.seed,
+            self.fan_in,
+            self.inter_pod,
+            self.gpus_per_server,
+            self.stride,
+            self.matrix,
+            self.moe_skew,
+            self.eplb,
+            self.order,
+            self.flows_file,
+            self.cm_rate_bps,
+            self.size_per_host,
+            self.layers,
+            self.steps,
+        )
 
     def check_fabric(self, tree: FatTree) -> None:
         """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a
         host-routed scheme can label every path (64 path bits per pair of edge switches)."""
         self.flows(tree)
         if self.scheme is not None and self.scheme.switch_scheme is Scheme.HOST_ROUTED and not host_routable(tree):
-            raise RunError(f"{self.scheme.label} labels every path of a pair of edge switches in 64 bits: this "
-                           f"fabric has {tree.w * tree.w} between pods (fat trees up to k=16, leaf-spines up to "
-                           f"k=64)")
+            raise RunError(
+                f"{self.scheme.label} labels every path of a pair of edge switches in 64 bits: this "
+                f"fabric has {tree.w * tree.w} between pods (fat trees up to k=16, leaf-spines up to "
+                f"k=64)"
+            )
 
     def flows(self, tree: FatTree) -> list[Flow]:
         """The workload's flows on `tree`; a RunError if the fabric cannot carry them (see check_flows)."""
@@ -215,8 +251,10 @@ class RunParams:
         except WorkloadError as e:
             raise RunError(str(e)) from None
         if self.cc == "none" and any(f.after for f in flows):
-            raise RunError(f"{self.workload} chains its ring steps (a step starts when its input arrived, which the "
-                           f"sender learns from ACKs): give --cc, or --steps 1 for one step")
+            raise RunError(
+                f"{self.workload} chains its ring steps (a step starts when its input arrived, which the "
+                f"sender learns from ACKs): give --cc, or --steps 1 for one step"
+            )
         check_flows(tree, flows)
         return flows
 
@@ -232,12 +270,16 @@ def check_flows(tree: FatTree, flows: list[Flow]) -> None:
     cap = Dims.of(tree).n_flows
     top = max(f.fid for f in flows)
     if top >= cap:
-        raise RunError(f"{len(flows):,} flows (ids up to {top:,}): the receivers of this {tree.n_hosts}-host fabric "
-                       f"count flow ids below {cap:,}")
+        raise RunError(
+            f"{len(flows):,} flows (ids up to {top:,}): the receivers of this {tree.n_hosts}-host fabric "
+            f"count flow ids below {cap:,}"
+        )
     limit = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if limit != resource.RLIM_INFINITY and len(flows) + SOCKETS_SPARE > limit:
-        raise RunError(f"{len(flows):,} flows need {len(flows):,} sockets (one per flow); this machine allows "
-                       f"{limit:,} open files (ulimit -Hn)")
+        raise RunError(
+            f"{len(flows):,} flows need {len(flows):,} sockets (one per flow); this machine allows "
+            f"{limit:,} open files (ulimit -Hn)"
+        )
 
 
 @dataclass

@@ -160,9 +160,22 @@ class Matrix:
                                             if mix != "none" and config.label == self.base_label:
                                                 continue  # the base scheme among itself: the "none" cell
                                             for seed in self.seeds:
-                                                out.append(Cell(config.label, config.scheme.label,
-                                                                config.pipe_size, workload, size, load, failure,
-                                                                k, payload, seed, cc, mix))
+                                                out.append(
+                                                    Cell(
+                                                        config.label,
+                                                        config.scheme.label,
+                                                        config.pipe_size,
+                                                        workload,
+                                                        size,
+                                                        load,
+                                                        failure,
+                                                        k,
+                                                        payload,
+                                                        seed,
+                                                        cc,
+                                                        mix,
+                                                    )
+                                                )
         return out
 
     @property
@@ -197,17 +210,32 @@ class Matrix:
         packets per second), counting the ACKs, derated if a host scheme is in the matrix."""
         if self.rate_bps:
             return self.rate_bps
-        auto = auto_rate_bps(FatTree(k, "tbs", self.topology), min(self.payloads), self.with_acks,
-                             any(c.scheme.is_host for c in self.configs()))
+        auto = auto_rate_bps(
+            FatTree(k, "tbs", self.topology),
+            min(self.payloads),
+            self.with_acks,
+            any(c.scheme.is_host for c in self.configs()),
+        )
         return auto if self.rate_factor == 1 else round_down(Fraction(auto) * Fraction(self.rate_factor))
 
 
 OPTIONAL_DEFAULTS: dict[str, Any] = {
-    "ccs": ("none",), "base_rtt_pkts": None, "buffer_bytes": None, "rate_factor": 1.0, "gpus_per_server": 8,
-    "layers": 1, "steps": 0,
-    "mixes": ("none",), "mix_base": "ar", "figure": "", "ack_priority": None,
-    **{f: getattr(SampledParams, f) for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band",
-                                              "drill_d", "drill_m")}}
+    "ccs": ("none",),
+    "base_rtt_pkts": None,
+    "buffer_bytes": None,
+    "rate_factor": 1.0,
+    "gpus_per_server": 8,
+    "layers": 1,
+    "steps": 0,
+    "mixes": ("none",),
+    "mix_base": "ar",
+    "figure": "",
+    "ack_priority": None,
+    **{
+        f: getattr(SampledParams, f)
+        for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band", "drill_d", "drill_m")
+    },
+}
 
 
 @dataclass(frozen=True)
@@ -231,27 +259,60 @@ class Cell:
     def name(self) -> str:
         cc = f"-{self.cc}" if self.cc != "none" else ""
         mix = f"-m{self.mix.replace(':', '')}" if self.mix != "none" else ""
-        return (f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}{cc}-"
-                f"{self.label}{mix}-s{self.seed}")
+        return (
+            f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}{cc}-"
+            f"{self.label}{mix}-s{self.seed}"
+        )
 
     def params(self, m: Matrix) -> RunParams:
         from ..models.schemes import Scheme
 
         workload, extra = VARIANTS.get(self.workload, (self.workload, {}))
-        return RunParams(workload, self.size, self.load, Scheme.parse(self.scheme), self.seed,
-                         gpus_per_server=m.gpus_per_server, layers=m.layers, steps=m.steps, mix=self.mix, mix_base=m.mix_base, **extra,
-                         payload=self.payload, pipe_size=self.pipe_size, acks=m.acks, inter_pod=m.inter_pod,
-                         ecn_threshold=m.ecn_threshold, pace_rho_max=self.failure > 0,
-                         flows_file=m.flows_file, cm_rate_bps=m.cm_rate_bps, cc=self.cc,
-                         base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
-                         buffer_bytes=m.buffer_bytes, sample_pkts=m.sample_pkts, flood_pkts=m.flood_pkts,
-                         dre_pkts=m.dre_pkts, load_band=m.load_band, queue_band=m.queue_band, drill_d=m.drill_d,
-                         drill_m=m.drill_m, propagation=parse_propagation(m.propagation))
+        return RunParams(
+            workload,
+            self.size,
+            self.load,
+            Scheme.parse(self.scheme),
+            self.seed,
+            gpus_per_server=m.gpus_per_server,
+            layers=m.layers,
+            steps=m.steps,
+            mix=self.mix,
+            mix_base=m.mix_base,
+            **extra,
+            payload=self.payload,
+            pipe_size=self.pipe_size,
+            acks=m.acks,
+            inter_pod=m.inter_pod,
+            ecn_threshold=m.ecn_threshold,
+            pace_rho_max=self.failure > 0,
+            flows_file=m.flows_file,
+            cm_rate_bps=m.cm_rate_bps,
+            cc=self.cc,
+            base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
+            buffer_bytes=m.buffer_bytes,
+            sample_pkts=m.sample_pkts,
+            flood_pkts=m.flood_pkts,
+            dre_pkts=m.dre_pkts,
+            load_band=m.load_band,
+            queue_band=m.queue_band,
+            drill_d=m.drill_d,
+            drill_m=m.drill_m,
+            propagation=parse_propagation(m.propagation),
+        )
 
 
 # -- the rows ----------------------------------------------------------------
-TRANSPORT_FIELDS = ("ack_late_p50_pkts", "ack_late_p99_pkts", "ack_late_max_pkts", "send_late_p50_pkts",
-                    "send_late_p99_pkts", "send_late_max_pkts", "ring_overflow", "incomplete_flows")
+TRANSPORT_FIELDS = (
+    "ack_late_p50_pkts",
+    "ack_late_p99_pkts",
+    "ack_late_max_pkts",
+    "send_late_p50_pkts",
+    "send_late_p99_pkts",
+    "send_late_max_pkts",
+    "ring_overflow",
+    "incomplete_flows",
+)
 SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
 
 
@@ -260,15 +321,17 @@ def fidelity_columns(f: dict[str, Any]) -> dict[str, Any]:
     criterion's, and what is reported beside them), the delivery balance, the qdisc timers', the transport's
     lateness and the run's place in the ideal fabric's distribution (NaN where a run has none)."""
     nan = float("nan")
-    row: dict[str, Any] = {f"fidelity_{k}": v for k, v in f.items()
-                           if isinstance(v, (bool, int, float, str)) and k != "reasons"}
+    row: dict[str, Any] = {
+        f"fidelity_{k}": v for k, v in f.items() if isinstance(v, (bool, int, float, str)) and k != "reasons"
+    }
     row["fidelity_reasons"] = "; ".join(f["reasons"])
     for name, v in f["delivery"].items():  # the delivery balance
         row[f"fidelity_delivery_{name}"] = v
     timers = f.get("timers") or {}  # None when the run could not watch its qdisc timers
     for name in ("max_s", "mean_s", "fired", "over_100us"):
         row[f"fidelity_timer_late_{name}" if name.endswith("_s") else f"fidelity_timers_{name}"] = (
-            float(timers[name]) if name in timers else nan)
+            float(timers[name]) if name in timers else nan
+        )
     window = f.get("cpu_busiest_window_detail") or {}
     row["fidelity_cpu_busiest_window_s"] = float(window.get("window_s", nan))
     placed = f.get("ideal") or {}  # the ideal fabric's distribution
@@ -287,10 +350,30 @@ def fidelity_columns(f: dict[str, Any]) -> dict[str, Any]:
 def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_links: list[str]) -> dict[str, Any]:
     """One results.parquet row: the cell, and every number of `run --json` that is one number."""
     row: dict[str, Any] = {"cell": cell.name, "topology": topology, **{f"cell_{k}": v for k, v in asdict(cell).items()}}
-    for key in ("scheme", "workload", "k", "hosts", "size_bytes", "load", "rate_bps", "host_rate_bps", "seed", "flows",
-                "acks", "cct_s", "cct_lower_bound_s", "cct_increase", "cct_lower_bound_fault_free_s",
-                "cct_increase_fault_free", "packets_sent", "packets_received", "acks_received", "drops", "utilisation",
-                "ecn_marked"):
+    for key in (
+        "scheme",
+        "workload",
+        "k",
+        "hosts",
+        "size_bytes",
+        "load",
+        "rate_bps",
+        "host_rate_bps",
+        "seed",
+        "flows",
+        "acks",
+        "cct_s",
+        "cct_lower_bound_s",
+        "cct_increase",
+        "cct_lower_bound_fault_free_s",
+        "cct_increase_fault_free",
+        "packets_sent",
+        "packets_received",
+        "acks_received",
+        "drops",
+        "utilisation",
+        "ecn_marked",
+    ):
         row[key] = r[key]
     row["workload"] = cell.workload  # the sweep's name for it (a variant such as moe-eplb, not only the generator)
     for stage, q in r["queues"].items():
@@ -302,15 +385,30 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     for name, v in r["drops_detail"].items():
         row[f"drops_{name}"] = int(v)
     row.update(fidelity_columns(r["fidelity"]))
-    for name in ("recycled", "fresh", "fresh_first_rtt", "labelled", "giveups", "delay_lost", "frozen", "freezes",
-                 "explore"):
+    for name in (
+        "recycled",
+        "fresh",
+        "fresh_first_rtt",
+        "labelled",
+        "giveups",
+        "delay_lost",
+        "frozen",
+        "freezes",
+        "explore",
+    ):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
     row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))
     t = r.get("transport") or {}
     row["cc"] = cell.cc
-    for name in ("retransmits", "fast_retransmits", "timeouts", "spurious_retransmits", "received_duplicates",
-                 "buffer_drops"):
+    for name in (
+        "retransmits",
+        "fast_retransmits",
+        "timeouts",
+        "spurious_retransmits",
+        "received_duplicates",
+        "buffer_drops",
+    ):
         row[f"transport_{name}"] = int(t.get(name, 0))
     row["transport_window_decreases"] = int((t.get("rules") or {}).get("decrease", 0))
     for name in ("ack_late_p99_pkts", "send_late_p99_pkts", "ack_late_max_pkts", "send_late_max_pkts"):
@@ -336,12 +434,13 @@ class SweepDir:
         if spec.exists():
             old = json.loads(spec.read_text())
             if old.get("fingerprint") != matrix.fingerprint():
-                raise RunError(f"{self.path} holds another sweep ({old.get('matrix', {}).get('schemes')}, ...): "
-                               f"choose another --out")
+                raise RunError(
+                    f"{self.path} holds another sweep ({old.get('matrix', {}).get('schemes')}, ...): "
+                    f"choose another --out"
+                )
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            _write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(),
-                               "created": time.time()})
+            _write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(), "created": time.time()})
         (self.path / ROWS).mkdir(exist_ok=True)
         (self.path / CELLS).mkdir(exist_ok=True)
 
@@ -422,15 +521,22 @@ def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterat
     if st is not None and st.complete and any(clean.ours(pid) for pid in st.pids):
         raise RunError(f"a fabric is up under prefix {prefix!r}: a sweep builds its own (--prefix), or testbed down")
     clean.clean(prefix)
-    spec = FabricSpec(k=k, rate_bps=m.rate_for(k), prefix=prefix, topology=m.topology, mtu=mtu,
-                      wire_overhead=m.wire_overhead,
-                      ack_priority=m.with_acks if m.ack_priority is None else m.ack_priority)
+    spec = FabricSpec(
+        k=k,
+        rate_bps=m.rate_for(k),
+        prefix=prefix,
+        topology=m.topology,
+        mtu=mtu,
+        wire_overhead=m.wire_overhead,
+        ack_priority=m.with_acks if m.ack_priority is None else m.ack_priority,
+    )
     with Fabric(spec) as fab:
         yield fab
 
 
-def run_local(d: SweepDir, prefix: str, progress: Progress = lambda done, total, row: None,
-              wait: bool = False) -> pd.DataFrame:
+def run_local(
+    d: SweepDir, prefix: str, progress: Progress = lambda done, total, row: None, wait: bool = False
+) -> pd.DataFrame:
     """Every pending cell on this machine, one fabric per k (and MTU); returns the whole table."""
     m = d.matrix
     total = len(m.cells())
@@ -445,5 +551,3 @@ def run_local(d: SweepDir, prefix: str, progress: Progress = lambda done, total,
                     d.write_row(row)
                     progress(len(d.done()), total, row)
     return d.write_table()
-
-

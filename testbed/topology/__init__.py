@@ -4,19 +4,31 @@ Pure data; imports nothing of the testbed and touches no kernel object.
 """
 
 from .fattree import (
-                      IFINDEX_BASE,
-                      IFNAMSIZ,
-                      KINDS,
-                      FatTree,
-                      Level,
-                      Link,
-                      Node,
-                      Port,
-                      Stage,
-                      TopologyError,
-                      validate_k,
-                      validate_prefix,
+    IFINDEX_BASE,
+    IFNAMSIZ,
+    KINDS,
+    FatTree,
+    Level,
+    Link,
+    Node,
+    Port,
+    Stage,
+    TopologyError,
+    validate_k,
+    validate_prefix,
 )
 
-__all__ = ["IFINDEX_BASE", "IFNAMSIZ", "KINDS", "FatTree", "Level", "Link", "Node", "Port", "Stage",
-           "TopologyError", "validate_k", "validate_prefix"]
+__all__ = [
+    "IFINDEX_BASE",
+    "IFNAMSIZ",
+    "KINDS",
+    "FatTree",
+    "Level",
+    "Link",
+    "Node",
+    "Port",
+    "Stage",
+    "TopologyError",
+    "validate_k",
+    "validate_prefix",
+]

@@ -270,7 +270,8 @@ class FatTree:
         if self.by_name[port.node].is_host:
             return 0
         order = self.downlinks(port.node) + (
-            self.uplinks(port.node) if self.by_name[port.node].level is not Level.CORE else ())
+            self.uplinks(port.node) if self.by_name[port.node].level is not Level.CORE else ()
+        )
         return order.index(port)
 
     @property
@@ -307,7 +308,6 @@ class FatTree:
             if str(self.host_ip(h)) == ip:
                 return h
         raise KeyError(ip)
-
 
 
 def validate_k(k: int) -> None:

@@ -101,8 +101,10 @@ def parse_propagation(text: str) -> Propagation:
         return Propagation("pkts", v)
     if unit in _SECONDS:
         return Propagation("seconds", v * _SECONDS[unit])
-    raise ValueError(f"cannot parse propagation {text!r} (examples: paper, 0, 12pkts, 2ms, 500us; a bare "
-                     f"number other than 0 needs a unit)")
+    raise ValueError(
+        f"cannot parse propagation {text!r} (examples: paper, 0, 12pkts, 2ms, 500us; a bare "
+        f"number other than 0 needs a unit)"
+    )
 
 
 def path_links(tree: FatTree, src: int, dst: int) -> int:

@@ -43,8 +43,14 @@ def leftovers(prefix: str) -> list[str]:
 
 
 def cli(*args: str, timeout: float = 300, cwd: object = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        check=False,
+    )
 
 
 def require_valid(result: dict[str, Any]) -> None:
@@ -112,8 +118,13 @@ def slow_uplink(fab: Any, share: float) -> Iterator[Any]:
 
     def set_rate(rate: int) -> None:
         with netns.entered(tree.ns(agg.name)), Netlink() as nl:
-            nl.run([netlink.qdisc_tbf(port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True,
-                                      overhead=spec.wire_overhead)])
+            nl.run(
+                [
+                    netlink.qdisc_tbf(
+                        port.ifindex, rate, spec.burst, spec.buffer_bytes, change=True, overhead=spec.wire_overhead
+                    )
+                ]
+            )
 
     set_rate(int(spec.rate_bps * share))
     try:

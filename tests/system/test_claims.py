@@ -18,13 +18,25 @@ pytestmark = pytest.mark.root
 
 
 def cli(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "testbed.cli", *argv], capture_output=True, text=True, timeout=900, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *argv], capture_output=True, text=True, timeout=900, check=False
+    )
 
 
 def test_claims_of_one_experiment(tmp_path: Path) -> None:
     out = tmp_path / "claims"
-    args = ("paper", "claims", "--scale", "quick", "--claims", "C1,C2,C10,C26,C27", "--out", str(out),
-            "--prefix", "tcl")
+    args = (
+        "paper",
+        "claims",
+        "--scale",
+        "quick",
+        "--claims",
+        "C1,C2,C10,C26,C27",
+        "--out",
+        str(out),
+        "--prefix",
+        "tcl",
+    )
     r = cli(*args)
     assert r.returncode == 0, r.stderr[-2000:]
     j = json.loads((out / "claims.json").read_text())

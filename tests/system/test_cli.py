@@ -16,9 +16,25 @@ from .helpers import cli, leftovers
 
 pytestmark = pytest.mark.root
 
-REQUIRED_RUN_KEYS = {"scheme", "workload", "k", "hosts", "size_bytes", "load", "rate_bps", "seed", "cct_s",
-                     "cct_lower_bound_s", "cct_increase", "packets_sent", "packets_received", "drops", "queues",
-                     "ports", "fidelity"}
+REQUIRED_RUN_KEYS = {
+    "scheme",
+    "workload",
+    "k",
+    "hosts",
+    "size_bytes",
+    "load",
+    "rate_bps",
+    "seed",
+    "cct_s",
+    "cct_lower_bound_s",
+    "cct_increase",
+    "packets_sent",
+    "packets_received",
+    "drops",
+    "queues",
+    "ports",
+    "fidelity",
+}
 STAGES = {"host_edge", "edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host"}
 
 
@@ -45,8 +61,24 @@ def test_up_status_run_down(tmp_path: Path) -> None:
         assert wrong_k.returncode == 2 and len(wrong_k.stderr.strip().splitlines()) == 1
         assert sorted(os.listdir("/run/netns")) == before
 
-        out = cli("run", "--workload", "permutation", "--size", "256KB", "--load", "0.9", "--scheme", "ofan",
-                  "--seed", "4", "--json", "--out", str(tmp_path / "run"), "--prefix", p)
+        out = cli(
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            "256KB",
+            "--load",
+            "0.9",
+            "--scheme",
+            "ofan",
+            "--seed",
+            "4",
+            "--json",
+            "--out",
+            str(tmp_path / "run"),
+            "--prefix",
+            p,
+        )
         assert out.returncode == 0, out.stderr
         res = json.loads(out.stdout)  # exactly one JSON object on stdout
         assert set(res) >= REQUIRED_RUN_KEYS
@@ -67,8 +99,20 @@ def test_up_status_run_down(tmp_path: Path) -> None:
 
 def test_ephemeral_run_leaves_nothing(tmp_path: Path) -> None:
     p = "te"
-    r = cli("run", "--workload", "incast", "--size", "64KB", "--fan-in", "3", "--json", "--out", str(tmp_path / "r"),
-            "--prefix", p)
+    r = cli(
+        "run",
+        "--workload",
+        "incast",
+        "--size",
+        "64KB",
+        "--fan-in",
+        "3",
+        "--json",
+        "--out",
+        str(tmp_path / "r"),
+        "--prefix",
+        p,
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     assert res["packets_received"] == res["packets_sent"] == 3 * 16
@@ -81,8 +125,11 @@ def test_clean_recovers_after_sigkill_during_up() -> None:
     for d in decoys:
         subprocess.run(["ip", "netns", "add", d], check=True)
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "up", "--k", "8", "--prefix", p],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "testbed.cli", "up", "--k", "8", "--prefix", p],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if any(n.startswith(p + "-") for n in os.listdir("/run/netns")):

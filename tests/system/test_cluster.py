@@ -32,10 +32,32 @@ RAY = ROOT / ".venv" / "bin" / "ray"
 NETNS = "trc-ray"
 TOKEN = Path("/run/testbed/trc-ray/auth_token")  # the test cluster's own token, root's only
 PORT = 46379
-ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB", "--seeds", "1-2", "--rate", f"{TIMING_RATE_BPS}bit",
-        "--retries", "0"]
-DETERMINISTIC = ["cell", "scheme", "seed", "size_bytes", "k", "hosts", "flows", "packets_sent", "packets_received",
-                 "cct_lower_bound_s", "rate_bps", "drops"]
+ARGS = [
+    "--schemes",
+    "ecmp,ofan",
+    "--sizes",
+    "256KB",
+    "--seeds",
+    "1-2",
+    "--rate",
+    f"{TIMING_RATE_BPS}bit",
+    "--retries",
+    "0",
+]
+DETERMINISTIC = [
+    "cell",
+    "scheme",
+    "seed",
+    "size_bytes",
+    "k",
+    "hosts",
+    "flows",
+    "packets_sent",
+    "packets_received",
+    "cct_lower_bound_s",
+    "rate_bps",
+    "drops",
+]
 
 
 def in_netns(*argv: str) -> list[str]:
@@ -56,15 +78,38 @@ def ray_head() -> Iterator[str]:
     TOKEN.write_text(secrets.token_hex(32) + "\n")
     TOKEN.chmod(0o600)
     env = authed_env()
-    head = subprocess.Popen(in_netns(str(RAY), "start", "--head", "--block", "--node-ip-address", "127.0.0.1",
-                                     "--port", str(PORT), "--include-dashboard=false", "--disable-usage-stats",
-                                     "--num-cpus", "1", "--resources", '{"testbed_fabric": 1}'),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    head = subprocess.Popen(
+        in_netns(
+            str(RAY),
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address",
+            "127.0.0.1",
+            "--port",
+            str(PORT),
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+            "--num-cpus",
+            "1",
+            "--resources",
+            '{"testbed_fabric": 1}',
+        ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    )
     try:
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
-            r = subprocess.run(in_netns(str(RAY), "status", "--address", f"127.0.0.1:{PORT}"), capture_output=True,
-                               text=True, env=env, check=False)
+            r = subprocess.run(
+                in_netns(str(RAY), "status", "--address", f"127.0.0.1:{PORT}"),
+                capture_output=True,
+                text=True,
+                env=env,
+                check=False,
+            )
             if r.returncode == 0 and "testbed_fabric" in r.stdout:
                 break
             time.sleep(1)
@@ -83,9 +128,14 @@ def ray_head() -> Iterator[str]:
 
 
 def cluster_sweep(address: str, out: Path, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen(in_netns(sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out),
-                                     "--cluster", address), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=authed_env() if env is None else env, cwd=ROOT)
+    return subprocess.Popen(
+        in_netns(sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out), "--cluster", address),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=authed_env() if env is None else env,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.parametrize("token", ["none", "wrong"])
@@ -104,8 +154,7 @@ def test_a_driver_without_the_token_is_refused(ray_head: str, tmp_path: Path, to
 def test_listens_on_loopback_only(ray_head: str) -> None:
     """Ray's ports are in the namespace that has only lo; nothing of it in this one."""
     with open("/proc/net/tcp") as f:
-        here = {int(line.split()[1].split(":")[1], 16) for line in f.readlines()[1:]
-                if line.split()[3] == "0A"}
+        here = {int(line.split()[1].split(":")[1], 16) for line in f.readlines()[1:] if line.split()[3] == "0A"}
     assert PORT not in here
     r = subprocess.run(["ip", "-n", NETNS, "-o", "addr"], capture_output=True, text=True, check=True)
     assert [ln.split()[3] for ln in r.stdout.splitlines() if " inet " in ln] == ["127.0.0.1/8"]

@@ -45,8 +45,11 @@ def test_every_node_is_a_namespace_with_its_ports(fab4: Fabric) -> None:
                 assert (idx, "tbf") in kinds and (idx, hook) in kinds
             if not name.startswith("h"):
                 for idx in want:
-                    names = [f.get_attr("TCA_OPTIONS").get_attr("TCA_BPF_NAME")
-                             for f in ns.get_filters(index=idx, parent=0xFFFFFFF2) if f.get_attr("TCA_OPTIONS")]
+                    names = [
+                        f.get_attr("TCA_OPTIONS").get_attr("TCA_BPF_NAME")
+                        for f in ns.get_filters(index=idx, parent=0xFFFFFFF2)
+                        if f.get_attr("TCA_OPTIONS")
+                    ]
                     assert names == ["switch_ingress"]
 
 
@@ -73,8 +76,12 @@ def test_all_pairs_ping_k4(fab4: Fabric, scheme: Scheme) -> None:
 def test_real_ping_binary_across_pods(fab4: Fabric) -> None:
     tree = fab4.tree
     dst = tree.host_ip(tree.by_name["h3_1_1"])
-    r = subprocess.run(["ip", "netns", "exec", tree.ns("h0_0_0"), "ping", "-c", "2", "-i", "0.2", "-W", "2",
-                        str(dst)], capture_output=True, text=True, check=False)
+    r = subprocess.run(
+        ["ip", "netns", "exec", tree.ns("h0_0_0"), "ping", "-c", "2", "-i", "0.2", "-W", "2", str(dst)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert " 0% packet loss" in r.stdout
 
@@ -97,8 +104,10 @@ def test_leaf_spine_forwards_and_balances(k: int) -> None:
         n = fab.tree.n_hosts
         assert n == k * k // 2 and len(fab.tree.switches) == k + k // 2
         assert len(all_pairs(fab.tree)) == n * (n - 1)
-        res = {s.label: run(fab, RunParams("permutation", 256 * 1024, 1.0, s, seed=1)).to_json()
-               for s in (Scheme.ECMP, Scheme.OFAN)}
+        res = {
+            s.label: run(fab, RunParams("permutation", 256 * 1024, 1.0, s, seed=1)).to_json()
+            for s in (Scheme.ECMP, Scheme.OFAN)
+        }
         for r in res.values():
             assert r["packets_received"] == r["packets_sent"] == n * 64 and r["drops"] == 0
             assert r["queues"]["agg_core"]["max_pkts"] == 0  # no core tier

@@ -26,7 +26,9 @@ from .helpers import cli, leftovers
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
-CONVERGENCE_TARGET_MS = 10.0  # docs/methods/failures.md: 1-2 ms of convergence, about 5 ms from `ip link set` to updated maps
+CONVERGENCE_TARGET_MS = (
+    10.0  # docs/methods/failures.md: 1-2 ms of convergence, about 5 ms from `ip link set` to updated maps
+)
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +71,10 @@ def test_agg_core_failure_during_a_run(fab: Fabric, scheme: Scheme, tmp_path: Pa
     assert shortfall == missing
     assert all(f["complete"] or f["shortfall"] > 0 for f in r["flow_stats"])
     assert all(f["reachable_at_end"] for f in r["flow_stats"])
-    print(f"{scheme.label}: convergence {ev['convergence_ms']:.2f} ms, lost in the link {ev['lost_pkts']}, "
-          f"stranded upstream {d['unreachable']}, of {r['packets_sent']} packets")
+    print(
+        f"{scheme.label}: convergence {ev['convergence_ms']:.2f} ms, lost in the link {ev['lost_pkts']}, "
+        f"stranded upstream {d['unreachable']}, of {r['packets_sent']} packets"
+    )
     masks, routes = _masks_and_routes(fab)
     fresh = control.routing(fab.tree, [])
     assert masks == fresh.masks and routes == fresh.downlinks  # healed: everything valid again
@@ -94,20 +98,38 @@ def test_random_failures_paced_at_rho_max() -> None:
         assert f.returncode == 0, f.stderr
         ev = json.loads(f.stdout)
         assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS and len(ev["failed"]) >= 2
-        r = cli("run", "--workload", "permutation", "--size", "1MB", "--pace", "rho_max", "--json", "--out",
-                f"/tmp/{p}-rho", "--prefix", p, "--propagation", "0")  # 0: the CCT scales with 1 / rho_max alone
+        r = cli(
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            "1MB",
+            "--pace",
+            "rho_max",
+            "--json",
+            "--out",
+            f"/tmp/{p}-rho",
+            "--prefix",
+            p,
+            "--propagation",
+            "0",
+        )  # 0: the CCT scales with 1 / rho_max alone
         subprocess.run(["rm", "-rf", f"/tmp/{p}-rho"], check=False)
         assert r.returncode == 0, r.stderr
         res = json.loads(r.stdout)
         rho = res["rho_max"]
         assert rho["paced"] and 0 < rho["rho_max"] < 1 and sorted(rho["failed_links"]) == sorted(ev["failed"])
         assert res["host_rate_bps"] == round(rho["rho_max"] * res["rate_bps"])
-        assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], (res["drops_detail"],
-                                                                                  res["switch_counters"])
+        assert res["drops"] == 0 and res["packets_received"] == res["packets_sent"], (
+            res["drops_detail"],
+            res["switch_counters"],
+        )
         assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02
-        print(f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
-              f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "
-              f"{100 * res['cct_increase_fault_free']:.1f} %, over the paced bound {100 * res['cct_increase']:.1f} %")
+        print(
+            f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
+            f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "
+            f"{100 * res['cct_increase_fault_free']:.1f} %, over the paced bound {100 * res['cct_increase']:.1f} %"
+        )
     finally:
         cli("clean", "--prefix", p)
     assert leftovers(p) == []
@@ -139,8 +161,10 @@ def test_link_down_from_outside_is_handled() -> None:
         assert ev is not None and ev["links_down"] == ["a1_1-c1_0"]
         assert ev["convergence_ms"] <= CONVERGENCE_TARGET_MS
         assert (ev["t_converged_ns"] - t_req) / 1e6 <= CONVERGENCE_TARGET_MS
-        print(f"external link down: maps updated {(ev['t_converged_ns'] - t_req) / 1e6:.1f} ms after `ip link set`"
-              f" (convergence {ev['convergence_ms']:.2f} ms)")
+        print(
+            f"external link down: maps updated {(ev['t_converged_ns'] - t_req) / 1e6:.1f} ms after `ip link set`"
+            f" (convergence {ev['convergence_ms']:.2f} ms)"
+        )
         st = json.loads(cli("status", "--json", "--prefix", p).stdout)
         assert [ln["link"] for ln in st["links"] if ln["state"] == "down"] == ["a1_1-c1_0"]
         h = cli("heal", "a1_1-c1_0", "--json", "--prefix", p)
@@ -164,8 +188,9 @@ def test_bad_and_partitioning_failures(tmp_path: Path) -> None:
         forced = cli("fail", "h0_0_0-e0_0", "--force", "--json", "--prefix", p)
         assert forced.returncode == 0, forced.stderr
         assert json.loads(forced.stdout)["unreachable_pairs"] == 30
-        r = cli("run", "--workload", "all-to-all", "--size", "16KB", "--json", "--out", str(tmp_path / "cut"),
-                "--prefix", p)
+        r = cli(
+            "run", "--workload", "all-to-all", "--size", "16KB", "--json", "--out", str(tmp_path / "cut"), "--prefix", p
+        )
         assert r.returncode == 0, r.stderr
         res = json.loads(r.stdout)
         cut_flows = [f for f in res["flow_stats"] if "h0_0_0" in (f["src"], f["dst"])]

@@ -112,8 +112,9 @@ def test_packets_lost_without_a_counter(fab: Fabric) -> None:
 
 def test_one_cpu_kept_busy(fab: Fabric) -> None:
     cpu = max(os.sched_getaffinity(0))
-    spin = subprocess.Popen([sys.executable, "-c", "while True: pass"],
-                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - no thread of ours runs yet
+    spin = subprocess.Popen(
+        [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
+    )  # noqa: PLW1509 - no thread of ours runs yet
     try:
         f = _run(fab)
     finally:
@@ -131,10 +132,11 @@ def test_one_cpu_pegged_for_part_of_the_run(fab: Fabric) -> None:
     window = cpu_windows.WINDOW_S if cpu_windows.Sampler().exact else cpu_windows.FALLBACK_WINDOW_S
     size = max(2, math.ceil(4.5 * window * TIMING_RATE_BPS / 8 / MB)) * MB  # the run holds a whole spin
     cpu = max(os.sched_getaffinity(0))
-    duty = (f"import time\nwhile True:\n    t = time.monotonic()\n    while time.monotonic() - t < {1.2 * window}: pass\n"
-            f"    time.sleep({2 * window})\n")
-    spin = subprocess.Popen([sys.executable, "-c", duty],
-                            preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - as above
+    duty = (
+        f"import time\nwhile True:\n    t = time.monotonic()\n    while time.monotonic() - t < {1.2 * window}: pass\n"
+        f"    time.sleep({2 * window})\n"
+    )
+    spin = subprocess.Popen([sys.executable, "-c", duty], preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))  # noqa: PLW1509 - as above
     try:
         f = run(fab, RunParams("permutation", size, 1.0, Scheme.OFAN, seed=1)).to_json()["fidelity"]
     finally:
@@ -216,14 +218,31 @@ def test_a_second_fabrics_traffic(fab: Fabric) -> None:
     with Fabric(FabricSpec(k=4, rate_bps=200_000_000, prefix="tw2")) as other:
         t = other.tree
         dst = str(t.host_ip(t.hosts[-1]))
-        blast = ("import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
-                 "while True:\n    try: s.sendto(b'x' * 1400, (sys.argv[1], 9))\n    except OSError: pass\n")
+        blast = (
+            "import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+            "while True:\n    try: s.sendto(b'x' * 1400, (sys.argv[1], 9))\n    except OSError: pass\n"
+        )
         # started through a shell that exits at once, so that they are not this process's descendants (which
         # the verdict counts as the run's own), as another fabric's run would not be; their PIDs from the shell
-        pids = [int(subprocess.run(["sh", "-c", 'ip netns exec "$0" "$1" -c "$2" "$3" >/dev/null 2>&1 & echo $!',
-                                    t.ns(h.name), sys.executable, blast, dst],
-                                   capture_output=True, text=True, check=True).stdout)
-                for h in t.hosts[:2]]
+        pids = [
+            int(
+                subprocess.run(
+                    [
+                        "sh",
+                        "-c",
+                        'ip netns exec "$0" "$1" -c "$2" "$3" >/dev/null 2>&1 & echo $!',
+                        t.ns(h.name),
+                        sys.executable,
+                        blast,
+                        dst,
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+            )
+            for h in t.hosts[:2]
+        ]
         try:
             time.sleep(0.3)  # both blasting before the run starts
             f = _run(fab)

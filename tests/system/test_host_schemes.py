@@ -75,8 +75,10 @@ def test_reps_recycles_unless_every_ack_is_marked(fab: Fabric) -> None:
     delivered(off)
     h = off["host_lb"]
     share = h["recycled"] / (h["recycled"] + h["fresh"])
-    print(f"reps, marking off: {h['fresh_first_rtt']} fresh in the first round trip; after it {h['recycled']} "
-          f"recycled, {h['fresh']} fresh ({100 * share:.1f} % recycled)")
+    print(
+        f"reps, marking off: {h['fresh_first_rtt']} fresh in the first round trip; after it {h['recycled']} "
+        f"recycled, {h['fresh']} fresh ({100 * share:.1f} % recycled)"
+    )
     assert share > 0.75
     assert off["ecn_marked"] == 0 and all(f["acks_ecn"] == 0 for f in off["flow_stats"])
     marked = run(fab, params(Scheme.REPS, ecn_threshold="0")).to_json()

@@ -62,12 +62,32 @@ def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
         yield Harness(tree, compiled, maps)
 
 
-def roce(tree: FatTree, src: Node, dst: Node, sport: int, opcode: int, flow: int, psn: int, tos: int = 0x02,
-         becn: bool = False) -> bytes:
+def roce(
+    tree: FatTree,
+    src: Node,
+    dst: Node,
+    sport: int,
+    opcode: int,
+    flow: int,
+    psn: int,
+    tos: int = 0x02,
+    becn: bool = False,
+) -> bytes:
     """A RoCEv2 frame from src to dst: a 1,500-byte data packet or a 62-byte ACK."""
     frame_len = 62 if opcode == OPCODE_ACK else 1500
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, tos, frame_len - 14, 0, 0x4000, 64, 17, 0, tree.host_ip(src).packed,
-                     tree.host_ip(dst).packed)
+    ip = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        tos,
+        frame_len - 14,
+        0,
+        0x4000,
+        64,
+        17,
+        0,
+        tree.host_ip(src).packed,
+        tree.host_ip(dst).packed,
+    )
     udp = struct.pack("!HHHH", sport, 4791, frame_len - 34, 0)
     bth = struct.pack("!BBHII", opcode, 0, 0xFFFF, (0x40 << 24 if becn else 0) | flow, psn)
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bth + bytes(frame_len - 54)
@@ -95,12 +115,14 @@ def py_reps(v: CRepsState) -> RepsState:
 
 
 def set_cfg(maps: Maps, host_lb: int = 0, ecn_unit: int = ECN_OFF, ecn_thresh: int = 0, prop_ns: int = 0) -> None:
-    maps.run_cfg.set(0, RunCfg(acks=1, nic_ps_per_byte=0, host_lb=host_lb, ecn_unit=ecn_unit, ecn_thresh=ecn_thresh,
-                               prop_ns=prop_ns))
+    maps.run_cfg.set(
+        0, RunCfg(acks=1, nic_ps_per_byte=0, host_lb=host_lb, ecn_unit=ecn_unit, ecn_thresh=ecn_thresh, prop_ns=prop_ns)
+    )
 
 
-def egress_case(hs: Harness, scheme: Scheme, rng: random.Random) -> tuple[tuple[int, int, RepsState],
-                                                                         tuple[int, int, RepsState], HostDecision]:
+def egress_case(
+    hs: Harness, scheme: Scheme, rng: random.Random
+) -> tuple[tuple[int, int, RepsState], tuple[int, int, RepsState], HostDecision]:
     """One random NIC decision: (kernel's port, DRB pointer and REPS state after; the model's; inputs)."""
     tree, maps = hs.tree, hs.maps
     src, dst = rng.sample(list(tree.hosts), 2)
@@ -159,8 +181,9 @@ def test_reps_recycles_unmarked_acks(h: Harness) -> None:
         st = random_reps(rng)
         maps.reps.set(flow, c_reps(st))
         ev, marked = rng.randrange(1 << 16), rng.random() < 0.5
-        rv, _, _ = prog_test_run_data(h.compiled.fds["host_ingress"],
-                                      roce(tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff())
+        rv, _, _ = prog_test_run_data(
+            h.compiled.fds["host_ingress"], roce(tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff()
+        )
         assert rv == 4  # TC_ACT_STOLEN: an ACK ends at its sender's NIC
         mismatches += py_reps(maps.reps.get(flow)) != host_models.reps_recycle(st, ev, marked)
     assert mismatches == 0
@@ -171,15 +194,17 @@ def _reps_send(h: Harness, src: Node, dst: Node, flow: int, draw: int) -> int:
     tree = h.tree
     ctx = SkBuff(ingress_ifindex=tree.port(tree.edge_of(src.name), src.name).ifindex)
     ctx.cb[1], ctx.cb[2] = DRAWS_SUPPLIED, draw
-    rv, _out, data = prog_test_run_data(h.compiled.fds["switch_ingress"], roce(tree, src, dst, 1, OPCODE_SEND, flow, 0),
-                                       ctx)
+    rv, _out, data = prog_test_run_data(
+        h.compiled.fds["switch_ingress"], roce(tree, src, dst, 1, OPCODE_SEND, flow, 0), ctx
+    )
     assert rv == 0
     return int(struct.unpack("!H", data[34:36])[0])
 
 
 def _reps_ack(h: Harness, src: Node, dst: Node, flow: int, ev: int, marked: bool = False) -> None:
-    rv, _, _ = prog_test_run_data(h.compiled.fds["host_ingress"],
-                                  roce(h.tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff())
+    rv, _, _ = prog_test_run_data(
+        h.compiled.fds["host_ingress"], roce(h.tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff()
+    )
     assert rv == 4
 
 
@@ -293,9 +318,11 @@ def test_ce_marks_only_above_the_threshold(h: Harness, unit: str) -> None:
     for queued in range(2 * n):
         for tos, ect in ((0x02, True), (0x00, False), (0x01, True)):
             maps.port_q.set(out, PortQ(pkts=queued, bytes=queued * frame))
-            _, o, data = prog_test_run_data(h.compiled.fds["switch_ingress"],
-                                            roce(tree, src, host, 50000, OPCODE_SEND, 1, 0, tos=tos),
-                                            SkBuff(ingress_ifindex=inport))
+            _, o, data = prog_test_run_data(
+                h.compiled.fds["switch_ingress"],
+                roce(tree, src, host, 50000, OPCODE_SEND, 1, 0, tos=tos),
+                SkBuff(ingress_ifindex=inport),
+            )
             assert o.cb[0] == out
             marked = data[15] & 3 == 3
             joined = queued + 1  # the queue the packet joins, itself included
@@ -303,7 +330,10 @@ def test_ce_marks_only_above_the_threshold(h: Harness, unit: str) -> None:
             assert int(maps.port_q.get(out).ecn_marked) == int(marked)
     set_cfg(maps, ecn_unit=ECN_BYTES, ecn_thresh=0)  # threshold 0: every ECN-capable packet
     maps.port_q.set(out, PortQ())
-    _, _, data = prog_test_run_data(h.compiled.fds["switch_ingress"], roce(tree, src, host, 50000, OPCODE_SEND, 1, 0),
-                                    SkBuff(ingress_ifindex=inport))
+    _, _, data = prog_test_run_data(
+        h.compiled.fds["switch_ingress"],
+        roce(tree, src, host, 50000, OPCODE_SEND, 1, 0),
+        SkBuff(ingress_ifindex=inport),
+    )
     assert data[15] & 3 == 3
     set_cfg(maps)

@@ -23,9 +23,29 @@ pytestmark = pytest.mark.root
 
 
 def _start(p: str, out: Path, *extra: str, size: str = "4MB") -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size", size,
-                             "--scheme", "ofan", "--json", "--out", str(out), "--prefix", p, *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            size,
+            "--scheme",
+            "ofan",
+            "--json",
+            "--out",
+            str(out),
+            "--prefix",
+            p,
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _holding(p: str, pid: int, timeout_s: float = 20.0) -> None:
@@ -80,8 +100,20 @@ def test_a_killed_run_leaves_a_stale_lock_that_does_not_block(fabric: str, tmp_p
     os.kill(d.pid, signal.SIGKILL)
     d.wait()
     assert lock.holder(p)["pid"] == d.pid  # the file still names it; the kernel has released the lock
-    e = cli("run", "--workload", "permutation", "--size", "4MB", "--scheme", "ofan", "--json", "--out",
-            str(tmp_path / "e"), "--prefix", p)
+    e = cli(
+        "run",
+        "--workload",
+        "permutation",
+        "--size",
+        "4MB",
+        "--scheme",
+        "ofan",
+        "--json",
+        "--out",
+        str(tmp_path / "e"),
+        "--prefix",
+        p,
+    )
     assert e.returncode == 0, e.stderr
     _clean(json.loads(e.stdout))  # and the killed run's sender died with it: no foreign packets
 

@@ -34,9 +34,18 @@ def _browser_images(page: Path, tmp: Path) -> list[str]:
 
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp / 'chromium'}", "--window-size=1300,4000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp / 'chromium'}",
+        "--window-size=1300,4000",
+    ):
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
@@ -52,11 +61,14 @@ def _browser_images(page: Path, tmp: Path) -> list[str]:
         driver.quit()
 
 
-@pytest.mark.parametrize(("fig", "caption", "panels"), [
-    ("fig7", "Fig. 7: CCT increase against the message size", ("a", "b")),
-    ("fig17", "Fig. 17: ratio of DRB's largest switch queue to Ofan's", ("",)),
-    ("fig18", "Fig. 18: Ofan's average queue per switch layer against the queue model", ("",)),
-])
+@pytest.mark.parametrize(
+    ("fig", "caption", "panels"),
+    [
+        ("fig7", "Fig. 7: CCT increase against the message size", ("a", "b")),
+        ("fig17", "Fig. 17: ratio of DRB's largest switch queue to Ofan's", ("",)),
+        ("fig18", "Fig. 18: Ofan's average queue per switch layer against the queue model", ("",)),
+    ],
+)
 def test_paper_figure_runs_and_is_drawn(fig: str, caption: str, panels: tuple[str, ...], tmp_path: Path) -> None:
     out = tmp_path / fig
     _paper(fig, out)
@@ -75,8 +87,14 @@ def test_fig11_runs_every_mix_between_its_ends(tmp_path: Path) -> None:
     _paper("fig11", out)
     rows = pd.read_parquet(out / "results.parquet")
     points = {(lb, mix) for lb, mix in zip(rows["cell_label"], rows["cell_mix"], strict=False)}
-    assert points == {("ar", "none"), ("4ofan", "none"), ("4ofan", "random:0.5"), ("4ofan", "pods:0.5"),
-                      ("4ofan", "agg"), ("4ofan", "edge")}
+    assert points == {
+        ("ar", "none"),
+        ("4ofan", "none"),
+        ("4ofan", "random:0.5"),
+        ("4ofan", "pods:0.5"),
+        ("4ofan", "agg"),
+        ("4ofan", "edge"),
+    }
     mixed = rows[rows["cell_mix"] != "none"]
     assert (mixed["scheme"] == "mixed").all()  # half the switches each: the run says so
     v = rows[rows["fidelity_valid"].astype(bool)]

@@ -31,8 +31,9 @@ def tag(fd: int) -> bytes:
 
 
 @pytest.mark.parametrize("kind,k", [("fattree", 4), ("leafspine", 8)])
-def test_a_cached_program_is_the_compiled_one(kind: str, k: int, tmp_path: Path,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cached_program_is_the_compiled_one(
+    kind: str, k: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TESTBED_PROGRAM_CACHE", str(tmp_path))
     dims = Dims.of(FatTree(k, "tpc", kind))
     with Compiled(dims, test_run=True) as first:
@@ -55,8 +56,11 @@ def test_a_damaged_entry_is_compiled_again(tmp_path: Path, monkeypatch: pytest.M
         pass
     (entry,) = tmp_path.glob("*.json")
     snap = program_cache.Snapshot.from_json(entry.read_text())
-    broken = program_cache.Snapshot(snap.license, snap.maps, tuple(
-        program_cache.ProgramSpec(p.name, p.insns[: len(p.insns) // 2], p.relocations) for p in snap.programs))
+    broken = program_cache.Snapshot(
+        snap.license,
+        snap.maps,
+        tuple(program_cache.ProgramSpec(p.name, p.insns[: len(p.insns) // 2], p.relocations) for p in snap.programs),
+    )
     entry.write_text(broken.to_json())  # readable, but the kernel refuses the truncated programs
     with Compiled(dims, test_run=True) as again:
         assert not again.from_cache

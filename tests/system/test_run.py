@@ -84,10 +84,14 @@ def test_ofan_edge_uplink_queue_stays_within_w_plus_1(perm_runs: dict[str, list[
 
 
 def test_ecmp_collides_where_ofan_does_not(perm_runs: dict[str, list[dict[str, Any]]]) -> None:
-    ecmp = max(max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge"))
-               for r in perm_runs["ecmp"])
-    ofan = max(max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge"))
-               for r in perm_runs["ofan"])
+    ecmp = max(
+        max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge"))
+        for r in perm_runs["ecmp"]
+    )
+    ofan = max(
+        max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge"))
+        for r in perm_runs["ofan"]
+    )
     assert ecmp > 10 * ofan
     assert min(r["cct_increase"] for r in perm_runs["ecmp"]) > max(r["cct_increase"] for r in perm_runs["ofan"])
 

@@ -54,11 +54,15 @@ def test_paper_fabric_builds_pings_delivers_and_goes(kind: str, k: int, tmp_path
         placed = f["ideal"]  # every fabric here but the k=64 leaf-spine is small enough to be placed
         assert placed["placed"] == (not (kind == "leafspine" and k == 64)), placed
         if placed["placed"] and f["valid"]:  # Ofan at scale as the ideal fabric plays it, give or take two points
-            assert placed["cct_increase_min"] - 0.02 <= res["cct_increase"] <= placed["cct_increase_max"] + 0.02, \
-                (res["cct_increase"], placed)
-        print(f"{kind} k={k}: {hosts} hosts at {res['rate_bps'] / 1e6:g} Mbit/s, Ofan +{100 * res['cct_increase']:.2f} %, "
-              f"fidelity {'valid' if res['fidelity']['valid'] else res['fidelity']['reasons']}, "
-              f"time series every port at {kept['every_port_hz']:g} Hz + {kept['watched_ports']} at 500 Hz")
+            assert placed["cct_increase_min"] - 0.02 <= res["cct_increase"] <= placed["cct_increase_max"] + 0.02, (
+                res["cct_increase"],
+                placed,
+            )
+        print(
+            f"{kind} k={k}: {hosts} hosts at {res['rate_bps'] / 1e6:g} Mbit/s, Ofan +{100 * res['cct_increase']:.2f} %, "
+            f"fidelity {'valid' if res['fidelity']['valid'] else res['fidelity']['reasons']}, "
+            f"time series every port at {kept['every_port_hz']:g} Hz + {kept['watched_ports']} at 500 Hz"
+        )
     finally:
         down = cli("down", "--prefix", p)
     assert down.returncode == 0, down.stderr

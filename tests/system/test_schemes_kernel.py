@@ -68,8 +68,19 @@ def ip_checksum(hdr: bytes) -> int:
 
 
 def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int, ip_id: int = 0) -> bytes:
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, frame_len - 14, ip_id, 0, 64, 17, 0, tree.host_ip(src).packed,
-                     tree.host_ip(dst).packed)
+    ip = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        frame_len - 14,
+        ip_id,
+        0,
+        64,
+        17,
+        0,
+        tree.host_ip(src).packed,
+        tree.host_ip(dst).packed,
+    )
     ip = ip[:10] + struct.pack("!H", ip_checksum(ip)) + ip[12:]
     udp = struct.pack("!HHHH", sport, 4791, frame_len - 34, 0)
     return bytes(6) + bytes(6) + b"\x08\x00" + ip + udp + bytes(frame_len - 42)
@@ -85,8 +96,11 @@ def _upward(tree: FatTree) -> list[tuple[Node, list[Port], list[Node], list[tupl
             continue
         if sw.level is Level.EDGE:
             below = [hst for hst in tree.hosts if tree.edge_of(hst.name) == sw.name]
-            dests = [(hst, tree.edge_global(tree.by_name[tree.edge_of(hst.name)])) for hst in tree.hosts
-                     if tree.edge_of(hst.name) != sw.name]
+            dests = [
+                (hst, tree.edge_global(tree.by_name[tree.edge_of(hst.name)]))
+                for hst in tree.hosts
+                if tree.edge_of(hst.name) != sw.name
+            ]
             out.append((sw, tree.downlinks(sw.name), below, dests, tree.n_edges))
         else:
             below = [hst for hst in tree.hosts if hst.pod == sw.pod]
@@ -113,8 +127,16 @@ CONGA_AGE = 3
 
 def frozen_settings(tree: FatTree, active: int, ctau: int = 40_000) -> sampled.Settings:
     base = sampled.settings(sampled.SampledParams(), 1_000_000_000, 4158, tree.edges_per_pod, active)
-    return sampled.Settings(**{**base.__dict__, "sample_ns": 1 << EPOCH_SHIFT, "flood_ns": 1 << EPOCH_SHIFT,
-                               "dre_ns": 1 << EPOCH_SHIFT, "conga_ctau": ctau, "conga_age": CONGA_AGE})
+    return sampled.Settings(
+        **{
+            **base.__dict__,
+            "sample_ns": 1 << EPOCH_SHIFT,
+            "flood_ns": 1 << EPOCH_SHIFT,
+            "dre_ns": 1 << EPOCH_SHIFT,
+            "conga_ctau": ctau,
+            "conga_age": CONGA_AGE,
+        }
+    )
 
 
 def epoch_now() -> int:
@@ -131,8 +153,9 @@ class Sampled:
     ip_id: int = 0
 
 
-def set_sampled_state(hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Port, ...], dst_edge: int,
-                      rng: random.Random, tied: bool) -> Sampled:
+def set_sampled_state(
+    hs: Harness, config: SchemeConfig, sw: Node, ups: tuple[Port, ...], dst_edge: int, rng: random.Random, tied: bool
+) -> Sampled:
     """Random state for a sampled scheme's decision (all tied with `tied`), written to the maps."""
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     scheme = config.scheme
@@ -185,8 +208,9 @@ def fb_newest(fb: CongaFb) -> tuple[int, int]:
     return int(sl.metric), int(sl.epoch)
 
 
-def check_conga_hop(hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st: Sampled, frame_len: int,
-                    dst_edge: int, out_pkt: bytes) -> None:
+def check_conga_hop(
+    hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st: Sampled, frame_len: int, dst_edge: int, out_pkt: bytes
+) -> None:
     """After a CONGA decision: the chosen uplink's DRE grew by the frame, and the IPv4 ID is the model's header
     (written at an edge switch, CE raised at an aggregation switch), its checksum still right."""
     tree, maps = hs.tree, hs.maps
@@ -206,9 +230,16 @@ def check_conga_hop(hs: Harness, sw: Node, ups: tuple[Port, ...], slot: int, st:
     assert ip_checksum(ip) == 0  # a header whose checksum is right sums to 0xFFFF
 
 
-def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool = True,
-             queues: tuple[int, ...] | None = None, memory: int | None = None,
-             mask: int | None = None, tied: bool = False) -> tuple[int, int, Decision]:
+def run_case(
+    hs: Harness,
+    config: SchemeConfig,
+    rng: random.Random,
+    supplied: bool = True,
+    queues: tuple[int, ...] | None = None,
+    memory: int | None = None,
+    mask: int | None = None,
+    tied: bool = False,
+) -> tuple[int, int, Decision]:
     """Set up one random decision (a random non-empty set of valid uplinks
     unless `mask` is given; the sampled schemes' state all tied with `tied`); return (kernel slot, model
     slot, inputs). A case whose DRE period changed while it ran (about one in a thousand) is drawn again."""
@@ -218,9 +249,16 @@ def run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bo
             return out
 
 
-def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: bool,
-              queues: tuple[int, ...] | None, memory: int | None, mask: int | None,
-              tied: bool) -> tuple[int, int, Decision] | None:
+def _run_case(
+    hs: Harness,
+    config: SchemeConfig,
+    rng: random.Random,
+    supplied: bool,
+    queues: tuple[int, ...] | None,
+    memory: int | None,
+    mask: int | None,
+    tied: bool,
+) -> tuple[int, int, Decision] | None:
     tree, maps, dims = hs.tree, hs.maps, Dims.of(hs.tree)
     sw, inport, src, dst, d, n_keys = upward_case(tree, rng)
     cls = rng.choice((decisions.CLASS_DATA, decisions.CLASS_SMALL))
@@ -272,11 +310,27 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
     assert rv == 0  # TC_ACT_OK: the test build forwards nothing
     kernel_slot = [p.ifindex for p in ups].index(out.cb[0])
 
-    x = Decision(config=config, w=tree.w, n_ports=tree.k, d=d, n_keys=n_keys, cls=cls, local_port=local,
-                 pointer=pointer, queue_bytes=qs, draws=draws, memory=mem, memory1=mem1, drill=dm,
-                 thresholds=switches.ar_thresholds(maps), ecmp_seed=cfg.seed,
-                 five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed,
-                             struct.pack("!HH", sport, 4791), 17), mask=valid, level=int(sw.level), sampled=st.inputs)
+    x = Decision(
+        config=config,
+        w=tree.w,
+        n_ports=tree.k,
+        d=d,
+        n_keys=n_keys,
+        cls=cls,
+        local_port=local,
+        pointer=pointer,
+        queue_bytes=qs,
+        draws=draws,
+        memory=mem,
+        memory1=mem1,
+        drill=dm,
+        thresholds=switches.ar_thresholds(maps),
+        ecmp_seed=cfg.seed,
+        five_tuple=(tree.host_ip(src).packed, tree.host_ip(dst).packed, struct.pack("!HH", sport, 4791), 17),
+        mask=valid,
+        level=int(sw.level),
+        sampled=st.inputs,
+    )
     model_slot, steps = decisions.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
 
@@ -301,8 +355,21 @@ def _run_case(hs: Harness, config: SchemeConfig, rng: random.Random, supplied: b
 
 # The schemes the differential test compares with their models: every scheme of the registry
 # (tests/unit/test_scheme_registry.py checks it; docs/adding-a-scheme.md, step 6).
-DIFFERENTIAL_SCHEMES = (Scheme.ECMP, Scheme.OFAN, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL,
-                        Scheme.POFAN, Scheme.HOST_ROUTED, Scheme.CHOICE, Scheme.CONGA, Scheme.DLB, Scheme.SGLB)
+DIFFERENTIAL_SCHEMES = (
+    Scheme.ECMP,
+    Scheme.OFAN,
+    Scheme.RPS,
+    Scheme.RR,
+    Scheme.JSQ,
+    Scheme.AR,
+    Scheme.DRILL,
+    Scheme.POFAN,
+    Scheme.HOST_ROUTED,
+    Scheme.CHOICE,
+    Scheme.CONGA,
+    Scheme.DLB,
+    Scheme.SGLB,
+)
 
 
 def configs(k: int) -> list[SchemeConfig]:
@@ -338,7 +405,7 @@ def test_ofan_pointer_rotates_through_every_uplink(h: Harness) -> None:
             _, out = prog_test_run(h.fd, packet(tree, src, dst, 1500, rng.randrange(1024, 65536)), ctx)
             seen.append(out.cb[0])
         for i in range(0, len(seen), tree.w):
-            assert len(set(seen[i:i + tree.w])) == tree.w, seen
+            assert len(set(seen[i : i + tree.w])) == tree.w, seen
 
 
 def chi_square_ok(counts: Counter[int], probs: dict[int, float], n: int) -> tuple[bool, float]:
@@ -356,16 +423,18 @@ def chi_square_ok(counts: Counter[int], probs: dict[int, float], n: int) -> tupl
 N_DRAWS = 10_000
 
 
-@pytest.mark.parametrize("scheme", [Scheme.RPS, Scheme.JSQ, Scheme.AR, Scheme.CHOICE, Scheme.DLB, Scheme.SGLB,
-                                    Scheme.CONGA])
+@pytest.mark.parametrize(
+    "scheme", [Scheme.RPS, Scheme.JSQ, Scheme.AR, Scheme.CHOICE, Scheme.DLB, Scheme.SGLB, Scheme.CONGA]
+)
 def test_random_choices_are_uniform(h: Harness, scheme: Scheme) -> None:
     """RPS always; JSQ, AR, Choice, DLB, SGLB and CONGA when every uplink ties: uniform over the uplinks."""
     rng = random.Random(11)
     counts: Counter[int] = Counter()
     queues = (4154,) * h.tree.w  # all tied, and all at AR level 0
     for _ in range(N_DRAWS):
-        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues,
-                                mask=(1 << h.tree.w) - 1, tied=True)
+        kernel, _, _ = run_case(
+            h, SchemeConfig(scheme), rng, supplied=False, queues=queues, mask=(1 << h.tree.w) - 1, tied=True
+        )
         counts[kernel] += 1
     ok, p = chi_square_ok(counts, {i: 1 / h.tree.w for i in range(h.tree.w)}, N_DRAWS)
     assert ok, (counts, p)
@@ -380,8 +449,9 @@ def test_drill_distribution(h: Harness, scheme: Scheme) -> None:
     counts: Counter[int] = Counter()
     queues = (90000,) + (4154,) * (w - 1)
     for _ in range(N_DRAWS):
-        kernel, _, _ = run_case(h, SchemeConfig(scheme), rng, supplied=False, queues=queues, memory=0,
-                                mask=(1 << w) - 1)
+        kernel, _, _ = run_case(
+            h, SchemeConfig(scheme), rng, supplied=False, queues=queues, memory=0, mask=(1 << w) - 1
+        )
         counts[kernel] += 1
     probs = {0: 1 / w**2, **{j: 1 / w + 1 / w**2 for j in range(1, w)}}
     ok, p = chi_square_ok(counts, probs, N_DRAWS)
@@ -415,8 +485,9 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
     switches.reset_state(maps, tree, 1)
     first_sw = [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)]
     switches.reset_state(maps, tree, 1)
-    assert first_sw == [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value)
-                        for sw in switches.lb_switches(tree)]
+    assert first_sw == [
+        int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)
+    ]
 
 
 # -- the sampled schemes' timers (lb_sample.h) against testbed.models.sampled --------------------------------
@@ -452,15 +523,21 @@ def test_sampling_timer_matches_model(h: Harness) -> None:
     """DLB's sampling, run n epochs after the last: every port's load and queue EWMAs and quality band."""
     tree, maps = h.tree, h.maps
     rng = random.Random(31 + tree.k)
-    st = sampled.Settings(**{**frozen_settings(tree, sampled.LB_SAMPLE).__dict__, "load_lo": 10_000, "load_hi": 400_000})
+    st = sampled.Settings(
+        **{**frozen_settings(tree, sampled.LB_SAMPLE).__dict__, "load_lo": 10_000, "load_hi": 400_000}
+    )
     switches.write_lb_cfg(maps, st)
     for _ in range(300):
         sw = rng.choice(tree.switches)
         ports = sw_ports(tree, sw)
         before = []
         for p in ports:
-            ps = sampled.PortState(last_rx=rng.randrange(10**9), load=rng.randrange(500_000),
-                                   queue=rng.randrange(500_000), quality=rng.randrange(8))
+            ps = sampled.PortState(
+                last_rx=rng.randrange(10**9),
+                load=rng.randrange(500_000),
+                queue=rng.randrange(500_000),
+                quality=rng.randrange(8),
+            )
             rx, qb = ps.last_rx + rng.randrange(-1000, 5_000_000), rng.randrange(-3000, 300_000)
             maps.lb_port.set(p.ifindex, LbPort(last_rx=ps.last_rx, load=ps.load, queue=ps.queue, quality=ps.quality))
             maps.port_q.set(p.ifindex, PortQ(rx_bytes=rx % U64, bytes=qb % U64))
@@ -471,8 +548,12 @@ def test_sampling_timer_matches_model(h: Harness) -> None:
         for p, (ps, rx, qb) in zip(ports, before, strict=False):
             want = sampled.sample_port(ps, rx, qb, n, st)
             got = maps.lb_port.get(p.ifindex)
-            assert (got.last_rx, got.load, got.queue, got.quality) == (want.last_rx, want.load, want.queue,
-                                                                        want.quality), (sw.name, p, n, ps, rx, qb)
+            assert (got.last_rx, got.load, got.queue, got.quality) == (
+                want.last_rx,
+                want.load,
+                want.queue,
+                want.quality,
+            ), (sw.name, p, n, ps, rx, qb)
 
 
 def test_dre_decay_timer_matches_model(h: Harness) -> None:
@@ -523,8 +604,9 @@ def test_flood_timer_matches_model(h: Harness) -> None:
                 maps.sglb_view.set(sw.nid * dims.n_keys + e, 99)
             if fire(h, sw, sampled.LB_TICK_FLOOD, 1, rng) is None:
                 continue
-            want = sampled.flood_view(sw.level is Level.CORE, top, max(sw.pod, 0), tree.n_edges, tree.edges_per_pod,
-                                      down_q, up_q, masks)
+            want = sampled.flood_view(
+                sw.level is Level.CORE, top, max(sw.pod, 0), tree.n_edges, tree.edges_per_pod, down_q, up_q, masks
+            )
             got = [int(maps.sglb_view.get(sw.nid * dims.n_keys + e).value) for e in range(tree.n_edges)]
             assert got == want, sw.name
     finally:
@@ -603,9 +685,15 @@ def sglb_shift(maps: Maps, tree: FatTree, fd: int, flood_ns: int, phase_s: float
     300 KB behind a0_0 and none behind a0_1 for `phase_s`, then the reverse. Every sampling interval (1 ms)
     each aggregation switch samples its ports, and every `flood_ns` it floods. Returns the share of the
     second phase's packets the edge switch sent towards the aggregation switch that was congested then."""
-    st = sampled.Settings(**{**sampled.settings(sampled.SampledParams(), 1_000_000_000, 4158, tree.edges_per_pod,
-                                                  sampled.LB_SAMPLE | sampled.LB_FLOOD).__dict__,
-                             "sample_ns": 1_000_000, "flood_ns": flood_ns})
+    st = sampled.Settings(
+        **{
+            **sampled.settings(
+                sampled.SampledParams(), 1_000_000_000, 4158, tree.edges_per_pod, sampled.LB_SAMPLE | sampled.LB_FLOOD
+            ).__dict__,
+            "sample_ns": 1_000_000,
+            "flood_ns": flood_ns,
+        }
+    )
     switches.set_sampled(maps, tree, st)
     switches.set_scheme(maps, tree, Scheme.SGLB, seed=1)
     edge, src, dst = tree.by_name["e0_0"], tree.by_name["h0_0_0"], tree.by_name["h1_0_0"]
@@ -638,6 +726,8 @@ def test_sglb_stale_view_is_worse_under_a_shifting_load() -> None:
         fd = compiled.fds["switch_ingress"]
         fresh = sglb_shift(maps, tree, fd, 1_000_000)
         stale = sglb_shift(maps, tree, fd, 10_000_000_000)
-    print(f"share of packets into the congested aggregation switch after the shift: flood 1 ms {fresh:.2f}, "
-          f"flood 10 s {stale:.2f}")
+    print(
+        f"share of packets into the congested aggregation switch after the shift: flood 1 ms {fresh:.2f}, "
+        f"flood 10 s {stale:.2f}"
+    )
     assert fresh < 0.3 and stale > 0.9, (fresh, stale)

@@ -23,8 +23,9 @@ from .helpers import cli, leftovers
 pytestmark = pytest.mark.root
 
 MB = 1 << 20
-ALL = [SchemeConfig(s) for s in (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL,
-                                 Scheme.OFAN)] + [SchemeConfig(Scheme.POFAN, p) for p in (1, 2, 4, PIPES_PER_CPU)]
+ALL = [
+    SchemeConfig(s) for s in (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL, Scheme.OFAN)
+] + [SchemeConfig(Scheme.POFAN, p) for p in (1, 2, 4, PIPES_PER_CPU)]
 
 
 @pytest.fixture(scope="module")
@@ -63,11 +64,16 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
     time.sleep(0.05)
     during_ecmp = [b - a for a, b in zip(before, _uplink_counts(fab.maps, n), strict=False)]
     edges = [sw for sw in switches.lb_switches(tree) if sw.level.name == "EDGE"]
-    idle = [(sw, slot) for sw in edges for slot in range(tree.w)
-            if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w:(sw.nid + 1) * tree.w])]
+    idle = [
+        (sw, slot)
+        for sw in edges
+        for slot in range(tree.w)
+        if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w : (sw.nid + 1) * tree.w])
+    ]
     with Maps(tree.prefix) as other:  # as another process would
-        apply_s = switches.apply_schemes(other, tree, {sw.name: SchemeConfig(Scheme.OFAN)
-                                                        for sw in switches.lb_switches(tree)})
+        apply_s = switches.apply_schemes(
+            other, tree, {sw.name: SchemeConfig(Scheme.OFAN) for sw in switches.lb_switches(tree)}
+        )
     t_switch = time.perf_counter()
     first_use: dict[tuple[str, int], float] = {}
     base = _uplink_counts(fab.maps, n)
@@ -79,8 +85,10 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
                 first_use[(sw.name, slot)] = time.perf_counter() - t_switch
         time.sleep(0.0005)
     worker.join(timeout=30)
-    print(f"scheme switch: map writes {apply_s * 1e3:.3f} ms; idle uplinks first used after "
-          f"{sorted(round(v * 1e3, 2) for v in first_use.values())} ms")
+    print(
+        f"scheme switch: map writes {apply_s * 1e3:.3f} ms; idle uplinks first used after "
+        f"{sorted(round(v * 1e3, 2) for v in first_use.values())} ms"
+    )
     assert apply_s < 0.010
     assert idle, "ECMP should leave some edge uplink unused for a permutation at k=4"
     assert len(first_use) == len(idle), (idle, first_use)
@@ -95,8 +103,20 @@ def test_mixed_deployment_through_the_cli(tmp_path: Path) -> None:
     p = "tm"
     try:
         assert cli("up", "--k", "4", "--scheme", "ar", "--prefix", p).returncode == 0
-        r = cli("scheme", "set", "pofan", "--pipe-size", "4", "--switches", "random:0.5", "--seed", "3", "--json",
-                "--prefix", p)
+        r = cli(
+            "scheme",
+            "set",
+            "pofan",
+            "--pipe-size",
+            "4",
+            "--switches",
+            "random:0.5",
+            "--seed",
+            "3",
+            "--json",
+            "--prefix",
+            p,
+        )
         assert r.returncode == 0, r.stderr
         out = json.loads(r.stdout)
         assert len(out["switches"]) == 8 and out["apply_ms"] < 10
@@ -105,8 +125,20 @@ def test_mixed_deployment_through_the_cli(tmp_path: Path) -> None:
         assert sorted(n for n, s in mixed.items() if s == "4ofan") == sorted(out["switches"])
         assert sum(1 for s in mixed.values() if s == "ar") == 8
 
-        res = cli("run", "--workload", "permutation", "--size", "512KB", "--json", "--seed", "5",
-                  "--out", str(tmp_path / "mixed"), "--prefix", p)
+        res = cli(
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            "512KB",
+            "--json",
+            "--seed",
+            "5",
+            "--out",
+            str(tmp_path / "mixed"),
+            "--prefix",
+            p,
+        )
         assert res.returncode == 0, res.stderr
         r2 = json.loads(res.stdout)
         assert r2["scheme"] == "mixed"
@@ -127,11 +159,15 @@ def test_bad_scheme_parameters_change_nothing() -> None:
     try:
         assert cli("up", "--k", "4", "--scheme", "ofan", "--prefix", p).returncode == 0
         before = cli("status", "--json", "--prefix", p).stdout
-        for args in (("scheme", "set", "pofan", "--pipe-size", "3"), ("scheme", "set", "pofan", "--pipe-size", "0"),
-                     ("scheme", "set", "warp"), ("scheme", "set", "ofan", "--switches", "pod:9"),
-                     ("scheme", "set", "ofan", "--switches", "random:1.5"),
-                     ("scheme", "set", "ofan", "--switches", "spine"),
-                     ("run", "--workload", "permutation", "--size", "64KB", "--scheme", "pofan", "--pipe-size", "3")):
+        for args in (
+            ("scheme", "set", "pofan", "--pipe-size", "3"),
+            ("scheme", "set", "pofan", "--pipe-size", "0"),
+            ("scheme", "set", "warp"),
+            ("scheme", "set", "ofan", "--switches", "pod:9"),
+            ("scheme", "set", "ofan", "--switches", "random:1.5"),
+            ("scheme", "set", "ofan", "--switches", "spine"),
+            ("run", "--workload", "permutation", "--size", "64KB", "--scheme", "pofan", "--pipe-size", "3"),
+        ):
             r = cli(*args, "--prefix", p)
             assert r.returncode == 2, (args, r.stderr)
             assert len(r.stderr.strip().splitlines()) == 1 and r.stdout == ""
@@ -142,8 +178,9 @@ def test_bad_scheme_parameters_change_nothing() -> None:
 
 def test_compare_writes_one_directory_per_run_and_a_summary(tmp_path: Path) -> None:
     out = tmp_path / "cmp"
-    r = cli("compare", "--schemes", "ecmp,ofan", "--seeds", "1,2", "--size", "256KB", "--out", str(out),
-            "--prefix", "tk2")
+    r = cli(
+        "compare", "--schemes", "ecmp,ofan", "--seeds", "1,2", "--size", "256KB", "--out", str(out), "--prefix", "tk2"
+    )
     assert r.returncode == 0, r.stderr
     import pandas as pd
 

@@ -26,14 +26,17 @@ pytestmark = pytest.mark.root
 
 # SIGINT as a terminal delivers it: a suite started in the background by a non-interactive shell passes SIGINT
 # on ignored, and Python then never raises KeyboardInterrupt
-AS_A_TERMINAL = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
-                 "sys.argv[0] = 'testbed'; runpy.run_module('testbed.cli', run_name='__main__')")
+AS_A_TERMINAL = (
+    "import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "sys.argv[0] = 'testbed'; runpy.run_module('testbed.cli', run_name='__main__')"
+)
 SIGNALS = [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")]
 
 
 def start(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-c", AS_A_TERMINAL, *args], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", AS_A_TERMINAL, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
 
 
 def ended(proc: subprocess.Popen[str], sig: int, code: int, word: str) -> None:
@@ -70,8 +73,19 @@ def test_a_run_waiting_for_the_lock_ends(sig: int, code: int, word: str, held: s
 @pytest.mark.parametrize(("sig", "code", "word"), SIGNALS, ids=["SIGINT", "SIGTERM"])
 def test_a_run_sending_traffic_ends(sig: int, code: int, word: str, tmp_path: Path) -> None:
     p, out = "th", tmp_path / "cut"
-    proc = start("run", "--workload", "permutation", "--size", "8MB", "--rate", str(TIMING_RATE_BPS), "--out",
-                 str(out), "--prefix", p)
+    proc = start(
+        "run",
+        "--workload",
+        "permutation",
+        "--size",
+        "8MB",
+        "--rate",
+        str(TIMING_RATE_BPS),
+        "--out",
+        str(out),
+        "--prefix",
+        p,
+    )
     try:
         deadline = time.monotonic() + 30
         while not (out / "manifest.json").exists() and time.monotonic() < deadline:

@@ -27,11 +27,32 @@ from .helpers import TIMING_RATE_BPS, cli, leftovers
 pytestmark = pytest.mark.root
 
 PREFIX = "tsw"
-ARGS = ["--schemes", "ecmp,ofan", "--sizes", "256KB,512KB", "--seeds", "1-2", "--rate", f"{TIMING_RATE_BPS}bit",
-        "--retries", "0",  # one try per cell: validity is measured, not retried away
-        "--prefix", PREFIX]
-DETERMINISTIC = ["cell", "scheme", "seed", "size_bytes", "k", "hosts", "flows", "packets_sent", "cct_lower_bound_s",
-                 "rate_bps"]
+ARGS = [
+    "--schemes",
+    "ecmp,ofan",
+    "--sizes",
+    "256KB,512KB",
+    "--seeds",
+    "1-2",
+    "--rate",
+    f"{TIMING_RATE_BPS}bit",
+    "--retries",
+    "0",  # one try per cell: validity is measured, not retried away
+    "--prefix",
+    PREFIX,
+]
+DETERMINISTIC = [
+    "cell",
+    "scheme",
+    "seed",
+    "size_bytes",
+    "k",
+    "hosts",
+    "flows",
+    "packets_sent",
+    "cct_lower_bound_s",
+    "rate_bps",
+]
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -49,8 +70,12 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Path) -> None:
     out = tmp_path / "killed"
-    proc = subprocess.Popen([sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "testbed.cli", "sweep", *ARGS, "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     rows = out / "rows"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and proc.poll() is None:
@@ -65,8 +90,9 @@ def test_killed_sweep_resumes_to_the_same_rows(uninterrupted: Path, tmp_path: Pa
 
     r = sweep(out)
     assert r.returncode == 0, r.stderr
-    assert {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json") if p.name in finished} == finished, \
+    assert {p.name: p.stat().st_mtime_ns for p in rows.glob("*.json") if p.name in finished} == finished, (
         "a finished cell was run again"
+    )
     a = pd.read_parquet(uninterrupted / "results.parquet")
     b = pd.read_parquet(out / "results.parquet")
     assert len(a) == len(b) == 8
@@ -133,15 +159,22 @@ def test_report_needs_no_root(uninterrupted: Path) -> None:
         for p in [base, copy, *copy.rglob("*")]:
             os.chown(p, nobody, -1)
         with traversable(ROOT):  # the project's own interpreter and code, read by nobody
-            r = subprocess.run(["runuser", "-u", "nobody", "--", sys.executable, "-m", "testbed.cli", "report",
-                                str(copy)], capture_output=True, text=True, timeout=300, cwd=base, check=False,
-                               env={**os.environ, "HOME": str(base), "MPLCONFIGDIR": str(base / "mpl")})
+            r = subprocess.run(
+                ["runuser", "-u", "nobody", "--", sys.executable, "-m", "testbed.cli", "report", str(copy)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+                cwd=base,
+                check=False,
+                env={**os.environ, "HOME": str(base), "MPLCONFIGDIR": str(base / "mpl")},
+            )
         assert r.returncode == 0, r.stderr
         assert "growth with the message size" in r.stdout and "ofan" in r.stdout
         assert (copy / "report.html").stat().st_size > 10_000
         pngs = list((copy / "figures").glob("*.png"))
-        assert len(pngs) >= 3 and all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000
-                                      for p in pngs)
+        assert len(pngs) >= 3 and all(
+            p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and p.stat().st_size > 5000 for p in pngs
+        )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -160,9 +193,18 @@ def test_report_page_in_a_real_browser(uninterrupted: Path, tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
     opts = webdriver.ChromeOptions()
     opts.binary_location = "/usr/bin/chromium"
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={tmp_path / 'chromium'}", "--window-size=1300,4000"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'chromium'}",
+        "--window-size=1300,4000",
+    ):
         opts.add_argument(flag)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)

@@ -54,8 +54,11 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
     pkt_ns = Packetizer(4096, fab.spec.wire_overhead).wire_len(4096) * 8e9 / fab.spec.rate_bps  # line time
     assert lb["sample_ns"] == round(16 * pkt_ns) and lb["flood_ns"] == round(32 * pkt_ns)
     timers = {n: r["switch_counters"][n] for n in ("lb_samples", "lb_floods", "lb_decays")}
-    running = {"lb_samples": scheme in (Scheme.DLB, Scheme.SGLB), "lb_floods": scheme is Scheme.SGLB,
-               "lb_decays": scheme is Scheme.CONGA}
+    running = {
+        "lb_samples": scheme in (Scheme.DLB, Scheme.SGLB),
+        "lb_floods": scheme is Scheme.SGLB,
+        "lb_decays": scheme is Scheme.CONGA,
+    }
     assert {n: timers[n] > 0 for n in timers} == running, timers  # each scheme's timers ran, and only those
     # a timer runs once per interval on each switch that carries traffic (every switch in a permutation; the flood
     # on aggregation and core switches only): at least half of that over the CCT
@@ -63,8 +66,11 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
     assert maps is not None
     cct_ns = r["cct_s"] * 1e9
     n_sw, n_flooding = tree.n_switches, sum(1 for sw in tree.switches if sw.level is not Level.EDGE)
-    for name, interval, n in (("lb_samples", lb["sample_ns"], n_sw), ("lb_floods", lb["flood_ns"], n_flooding),
-                              ("lb_decays", lb["dre_ns"], n_sw)):
+    for name, interval, n in (
+        ("lb_samples", lb["sample_ns"], n_sw),
+        ("lb_floods", lb["flood_ns"], n_flooding),
+        ("lb_decays", lb["dre_ns"], n_sw),
+    ):
         if running[name]:
             assert timers[name] >= 0.5 * n * cct_ns / interval, (name, timers, cct_ns / interval)
     ups = [p for sw in tree.switches if sw.level is not Level.CORE for p in tree.uplinks(sw.name)]
@@ -72,17 +78,26 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
         assert sum(1 for p in ups if maps.lb_port.get(p.ifindex).load > 0) > len(ups) // 2
     if scheme is Scheme.SGLB:  # aggregation and core switches flooded a view that is not all "best"
         d = Dims.of(tree)
-        views = [int(maps.sglb_view.get(sw.nid * d.n_keys + e).value) for sw in tree.switches
-                 if sw.level is not Level.EDGE for e in range(tree.n_edges)]
+        views = [
+            int(maps.sglb_view.get(sw.nid * d.n_keys + e).value)
+            for sw in tree.switches
+            if sw.level is not Level.EDGE
+            for e in range(tree.n_edges)
+        ]
         assert max(views) > 0
     if scheme is Scheme.CONGA:  # the DREs counted the uplinks' bytes, and feedback arrived over the ACKs
         assert sum(1 for p in ups if maps.lb_port.get(p.ifindex).dre > 0) > len(ups) // 2
         n = tree.n_edges
         written = [max(sl.ready_ns for sl in maps.conga_to.get(i).slot) for i in range(n * n * tree.w)]
         pairs = {i // tree.w for i, e in enumerate(written) if e}
-        crossing = {(tree.edge_global(tree.by_name[tree.edge_of(f["src"])]) * n
-                     + tree.edge_global(tree.by_name[tree.edge_of(f["dst"])])) for f in r["flow_stats"]
-                    if tree.edge_of(f["src"]) != tree.edge_of(f["dst"])}
+        crossing = {
+            (
+                tree.edge_global(tree.by_name[tree.edge_of(f["src"])]) * n
+                + tree.edge_global(tree.by_name[tree.edge_of(f["dst"])])
+            )
+            for f in r["flow_stats"]
+            if tree.edge_of(f["src"]) != tree.edge_of(f["dst"])
+        }
         assert crossing <= pairs  # every pair of edge switches that exchanged data heard back about its paths
 
 

@@ -33,8 +33,9 @@ def fab() -> Iterator[Fabric]:
 def test_inter_pod_cct_and_bound_move_by_six_links(fab: Fabric) -> None:
     runs = {}
     for name, prop in (("none", NONE), ("paper", PAPER), ("20pkts", Propagation("pkts", 20.0))):
-        runs[name] = run(fab, RunParams("permutation", MB, 1.0, Scheme.ECMP, seed=3, inter_pod=True,
-                                        propagation=prop)).to_json()
+        runs[name] = run(
+            fab, RunParams("permutation", MB, 1.0, Scheme.ECMP, seed=3, inter_pod=True, propagation=prop)
+        ).to_json()
     none = runs["none"]
     assert none["propagation"]["link_s"] == 0.0
     assert none["cct_end_ns"] == max(f["last_rx_ns"] for f in none["flow_stats"])  # the kernel's end, unmoved
@@ -53,9 +54,31 @@ def test_inter_pod_cct_and_bound_move_by_six_links(fab: Fabric) -> None:
 
 
 def test_a_propagation_reps_cannot_hold_is_refused() -> None:
-    r = subprocess.run([sys.executable, "-m", "testbed.cli", "run", "--workload", "permutation", "--size", "1MB",
-                        "--scheme", "reps", "--acks", "--propagation", "100pkts", "--prefix", "ttr"],
-                       capture_output=True, text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            "1MB",
+            "--scheme",
+            "reps",
+            "--acks",
+            "--propagation",
+            "100pkts",
+            "--prefix",
+            "ttr",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1
     assert "REPS holds a propagation round trip" in r.stderr
-    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.count("ttr-") == 0
+    assert (
+        subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False).stdout.count("ttr-") == 0
+    )

@@ -33,16 +33,27 @@ def fab() -> Iterator[Fabric]:
         yield f
 
 
-WORKLOADS = [("permutation", {}), ("permutation", {"inter_pod": True}), ("all-to-all", {}), ("ring", {}),
-             ("fsdp", {"gpus_per_server": 2, "steps": 1}), ("fsdp", {"gpus_per_server": 4, "cc": "nscc"}), ("stride", {}), ("moe", {"gpus_per_server": 4}),
-             ("moe", {"gpus_per_server": 4, "eplb": True}), ("incast", {"fan_in": 3})]
+WORKLOADS = [
+    ("permutation", {}),
+    ("permutation", {"inter_pod": True}),
+    ("all-to-all", {}),
+    ("ring", {}),
+    ("fsdp", {"gpus_per_server": 2, "steps": 1}),
+    ("fsdp", {"gpus_per_server": 4, "cc": "nscc"}),
+    ("stride", {}),
+    ("moe", {"gpus_per_server": 4}),
+    ("moe", {"gpus_per_server": 4, "eplb": True}),
+    ("incast", {"fan_in": 3}),
+]
 
 
 @pytest.mark.parametrize("scheme", [Scheme.ECMP, Scheme.OFAN])
-@pytest.mark.parametrize("workload,extra", WORKLOADS, ids=[f"{w}-{'-'.join(map(str, e.values()))}"
-                                                           for w, e in WORKLOADS])
-def test_every_workload_delivers_and_respects_its_bound(fab: Fabric, workload: str, extra: dict[str, Any],
-                                                         scheme: Scheme) -> None:
+@pytest.mark.parametrize(
+    "workload,extra", WORKLOADS, ids=[f"{w}-{'-'.join(map(str, e.values()))}" for w, e in WORKLOADS]
+)
+def test_every_workload_delivers_and_respects_its_bound(
+    fab: Fabric, workload: str, extra: dict[str, Any], scheme: Scheme
+) -> None:
     size = 16 * KB if workload in ("all-to-all", "moe") else 128 * KB
     r = run(fab, RunParams(workload, size, 0.9, scheme, seed=3, **extra)).to_json()
     assert r["packets_sent"] > 0
@@ -58,8 +69,9 @@ def test_all_to_all_ofan_queues_no_larger_than_ecmp(fab: Fabric) -> None:
     for scheme in (Scheme.ECMP, Scheme.OFAN):
         r = run(fab, RunParams("all-to-all", 64 * KB, 1.0, scheme, seed=1)).to_json()
         assert r["drops"] == 0 and r["packets_received"] == r["packets_sent"] == 240 * 16
-        maxima[scheme.label] = max(r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg",
-                                                                        "agg_edge", "edge_host"))
+        maxima[scheme.label] = max(
+            r["queues"][s]["max_pkts"] for s in ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
+        )
     print(f"all-to-all 64KB/flow, load 1.0: max switch queue ecmp {maxima['ecmp']}, ofan {maxima['ofan']}")
     assert maxima["ofan"] <= maxima["ecmp"]
 
@@ -163,15 +175,37 @@ def test_result_directory_and_time_series(fab: Fabric, tmp_path: Path) -> None:
 
 
 def test_overloaded_run_is_invalid_and_default_run_is_valid(tmp_path: Path) -> None:
-    r = cli("run", "--workload", "permutation", "--size", "1MB", "--rate", "400mbit", "--json", "--out",
-            str(tmp_path / "over"), "--prefix", "to")
+    r = cli(
+        "run",
+        "--workload",
+        "permutation",
+        "--size",
+        "1MB",
+        "--rate",
+        "400mbit",
+        "--json",
+        "--out",
+        str(tmp_path / "over"),
+        "--prefix",
+        "to",
+    )
     assert r.returncode == 0, r.stderr
     over = json.loads(r.stdout)
     assert over["fidelity"]["valid"] is False and over["fidelity"]["reasons"]
     assert "INVALID" in r.stderr
     assert json.loads((tmp_path / "over" / "manifest.json").read_text())["valid"] is False
-    d = cli("demo", "--prefix", "to", "--retries", "0", "--rate", str(TIMING_RATE_BPS), "--schemes", "ecmp,ofan",
-            cwd=tmp_path)
+    d = cli(
+        "demo",
+        "--prefix",
+        "to",
+        "--retries",
+        "0",
+        "--rate",
+        str(TIMING_RATE_BPS),
+        "--schemes",
+        "ecmp,ofan",
+        cwd=tmp_path,
+    )
     assert d.returncode == 0, d.stderr
     manifests = sorted((tmp_path / "results").glob("*-demo/cells/*/manifest.json"))
     assert len(manifests) == 4  # two schemes, two sizes, one try each
@@ -188,8 +222,26 @@ def test_htsim_connection_matrix_runs_with_its_start_times(tmp_path: Path) -> No
     lines += [f"{i}->{(i + 5) % 16} id {100 + i} start {0 if i < 8 else 5} size {256 * 1024}" for i in range(16)]
     cm = tmp_path / "flows.cm"
     cm.write_text("\n".join(lines) + "\n")
-    r = cli("run", "--workload", "cm", "--flows", str(cm), "--k", "4", "--scheme", "ofan", "--rate",
-            str(TIMING_RATE_BPS), "--retries", "0", "--json", "--out", str(tmp_path / "run"), "--prefix", "tcm")
+    r = cli(
+        "run",
+        "--workload",
+        "cm",
+        "--flows",
+        str(cm),
+        "--k",
+        "4",
+        "--scheme",
+        "ofan",
+        "--rate",
+        str(TIMING_RATE_BPS),
+        "--retries",
+        "0",
+        "--json",
+        "--out",
+        str(tmp_path / "run"),
+        "--prefix",
+        "tcm",
+    )
     assert r.returncode == 0, r.stderr
     res = json.loads(r.stdout)
     require_valid(res)
@@ -204,8 +256,10 @@ def test_htsim_connection_matrix_runs_with_its_start_times(tmp_path: Path) -> No
     bad = tmp_path / "bad.cm"
     bad.write_text("Nodes 16\nConnections 1\n3->3 size 10\n")
     e = cli("run", "--workload", "cm", "--flows", str(bad), "--k", "4", "--prefix", "tcm")
-    assert e.returncode == 2 and e.stderr.strip() == f"testbed: error: {bad}, line 3: nodes must be distinct " \
-                                                     f"and below 16, got 3->3"
+    assert (
+        e.returncode == 2
+        and e.stderr.strip() == f"testbed: error: {bad}, line 3: nodes must be distinct and below 16, got 3->3"
+    )
 
 
 def _classes(tree: Any, node: str, peer: str) -> dict[str, tuple[int, int]]:
@@ -213,8 +267,12 @@ def _classes(tree: Any, node: str, peer: str) -> dict[str, tuple[int, int]]:
     classes)."""
     import re
 
-    out = subprocess.run(["ip", "netns", "exec", tree.ns(node), "tc", "-s", "class", "show", "dev", peer],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["ip", "netns", "exec", tree.ns(node), "tc", "-s", "class", "show", "dev", peer],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return {m[1]: (int(m[2]), int(m[3])) for m in re.finditer(r"class htb (\S+) .*\n Sent (\d+) bytes (\d+) pkt", out)}
 
 

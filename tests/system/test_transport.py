@@ -35,8 +35,9 @@ def fab() -> Iterator[Fabric]:
         yield f
 
 
-def go(fab: Fabric, out: Any, workload: str = "permutation", size: int = 4 * MB, scheme: Scheme = Scheme.OFAN,
-       **kw: Any) -> tuple[dict[str, Any], pd.DataFrame]:
+def go(
+    fab: Fabric, out: Any, workload: str = "permutation", size: int = 4 * MB, scheme: Scheme = Scheme.OFAN, **kw: Any
+) -> tuple[dict[str, Any], pd.DataFrame]:
     r = run(fab, RunParams(workload, size, 1.0, scheme, **kw), out).to_json()
     return r, results.load(out).windows
 
@@ -62,7 +63,9 @@ def test_cca_delivers_a_permutation_exactly_once(fab: Fabric, tmp_path: Any, cc:
     t = r["transport"]
     # the base RTT: each flow's propagation round trip (the paper's 0.5 us per link), the longest between pods
     link = r["propagation"]["link_pkts"]
-    assert t["cc"] == cc and t["buffer_bytes"] == 800 * 1024 and t["base_rtt_pkts"] == pytest.approx(12 * link, rel=1e-3)
+    assert (
+        t["cc"] == cc and t["buffer_bytes"] == 800 * 1024 and t["base_rtt_pkts"] == pytest.approx(12 * link, rel=1e-3)
+    )
     assert r["acks"] and r["acks_received"] >= r["packets_received"] - r["drops_detail"]["buffer_acks"]
     # the window trace: one row per ACK acted on, windows within [1, 1.5 BDP]
     acked = w[~w["rule"].isin(["timeout", "loss"])]
@@ -78,8 +81,9 @@ def test_cca_delivers_a_permutation_exactly_once(fab: Fabric, tmp_path: Any, cc:
 
 def test_loss_recovery_through_a_small_buffer(fab: Fabric, tmp_path: Any) -> None:
     """Eight-packet buffers under a 2-to-1 incast drop; DCTCP recovers every packet, once."""
-    r, w = go(fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer_bytes=8 * 4158, seed=3,
-              base_rtt_pkts=40)
+    r, w = go(
+        fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer_bytes=8 * 4158, seed=3, base_rtt_pkts=40
+    )
     assert r["drops_detail"]["buffer"] > 0
     assert r["transport"]["retransmits"] > 0
     exactly_once(r)
@@ -118,8 +122,7 @@ def test_dctcp_halves_its_window_under_persistent_marking(fab: Fabric, tmp_path:
 
 
 def test_swift_holds_the_bottleneck_near_its_target(fab: Fabric, tmp_path: Any) -> None:
-    r, w = go(fab, tmp_path / "run", "incast", 4 * MB, Scheme.ECMP, cc="swift", base_rtt_pkts=40,
-              buffer_bytes=4 * MB)
+    r, w = go(fab, tmp_path / "run", "incast", 4 * MB, Scheme.ECMP, cc="swift", base_rtt_pkts=40, buffer_bytes=4 * MB)
     exactly_once(r)
     ts = results.load(tmp_path / "run").timeseries
     dst = r["flow_stats"][0]["dst"]
@@ -136,8 +139,17 @@ def test_nscc_decreases_only_with_ecn_and_delay_above_target(fab: Fabric, tmp_pa
     # target (one base RTT of queueing), and decreases must come. Two to one starts the queue at the target
     # itself, and a CI run saw no decrease at all (1,132 proportional, 887 no-change).
     base = 40
-    r, w = go(fab, tmp_path / "run", "incast", 4 * MB, Scheme.ECMP, cc="nscc", base_rtt_pkts=base,
-              buffer_bytes=4 * MB, fan_in=3)
+    r, w = go(
+        fab,
+        tmp_path / "run",
+        "incast",
+        4 * MB,
+        Scheme.ECMP,
+        cc="nscc",
+        base_rtt_pkts=base,
+        buffer_bytes=4 * MB,
+        fan_in=3,
+    )
     exactly_once(r)
     acts = w[w["rule"] != "timeout"]
     delay = acts["rtt_pkts"] - base
@@ -158,8 +170,9 @@ def test_cc_none_leaves_the_paced_blast_as_it_was(fab: Fabric, tmp_path: Any) ->
     for cc in ("none", "dctcp"):
         cap = capture(tree.ns(host.name), tree.host_port(host.name).ifname)
         try:
-            r = run(fab, RunParams("permutation", 32 * 4096, 1.0, Scheme.ECMP, acks=True, cc=cc),
-                    tmp_path / cc).to_json()
+            r = run(
+                fab, RunParams("permutation", 32 * 4096, 1.0, Scheme.ECMP, acks=True, cc=cc), tmp_path / cc
+            ).to_json()
             time.sleep(0.05)
             frames = drain(cap)
         finally:

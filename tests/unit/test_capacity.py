@@ -31,6 +31,7 @@ def test_host_schemes_with_acks_are_derated_where_measured() -> None:
 
 def test_a_sweep_with_a_host_scheme_takes_the_derated_rate() -> None:
     from testbed.run.sweep import Matrix
+
     with_reps = Matrix(schemes=("ecmp", "reps"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
     without = Matrix(schemes=("ecmp", "ofan"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
     assert with_reps.rate_for(8) < without.rate_for(8) == budget.auto_rate_bps(FatTree(8), acks=True)
@@ -78,8 +79,7 @@ def test_capacity_refuses_a_backlog_too_small_for_the_hosts(monkeypatch: pytest.
         capacity.check(FatTree(12))
 
 
-def test_capacity_refuses_maps_beyond_a_quarter_of_free_memory(monkeypatch: pytest.MonkeyPatch,
-                                                                tmp_path: Path) -> None:
+def test_capacity_refuses_maps_beyond_a_quarter_of_free_memory(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     _backlog(monkeypatch, tmp_path, 131072)
     monkeypatch.setattr(capacity, "available_memory_bytes", lambda: 200 * 2**20)
     capacity.check(FatTree(4))

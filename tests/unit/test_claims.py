@@ -19,11 +19,26 @@ KB, MB = 1024, 1 << 20
 
 
 def row(label: str, valid: bool = True, **kw: Any) -> dict[str, Any]:
-    base = {"cell_label": label, "fidelity_valid": valid, "k": 4, "size_bytes": MB, "load": 1.0, "cell_failure": 0.0,
-            "cell_payload": 4096, "cell_cc": "none", "cct_increase": 0.0, "cct_increase_fault_free": 0.0,
-            "utilisation": 1.0, "max_queue_pkts": 1, "queue_edge_agg_max_pkts": 1, "cct_s": 1.0,
-            "cct_lower_bound_s": 1.0, "rate_bps": 50_000_000, "host_lb_freezes": 0,
-            **{f"overload_{s}": 0.0 for s in cl.STAGES_UP + cl.STAGES_DOWN}}
+    base = {
+        "cell_label": label,
+        "fidelity_valid": valid,
+        "k": 4,
+        "size_bytes": MB,
+        "load": 1.0,
+        "cell_failure": 0.0,
+        "cell_payload": 4096,
+        "cell_cc": "none",
+        "cct_increase": 0.0,
+        "cct_increase_fault_free": 0.0,
+        "utilisation": 1.0,
+        "max_queue_pkts": 1,
+        "queue_edge_agg_max_pkts": 1,
+        "cct_s": 1.0,
+        "cct_lower_bound_s": 1.0,
+        "rate_bps": 50_000_000,
+        "host_lb_freezes": 0,
+        **{f"overload_{s}": 0.0 for s in cl.STAGES_UP + cl.STAGES_DOWN},
+    }
     base.update(kw)
     return base
 
@@ -58,29 +73,45 @@ def test_selection_and_bad_input() -> None:
 
 
 def test_utilisation_rule_and_invalid_runs_left_out() -> None:
-    good = [row("ofan", utilisation=0.99), row("reps", utilisation=0.93), row("ar", utilisation=0.94),
-            row("reps", valid=False, utilisation=0.999)]  # an invalid run never counts
+    good = [
+        row("ofan", utilisation=0.99),
+        row("reps", utilisation=0.93),
+        row("ar", utilisation=0.94),
+        row("reps", valid=False, utilisation=0.999),
+    ]  # an invalid run never counts
     assert cl.c_fig1_utilisation(data(fig1=good)).verdict == "agrees"
     bad = [row("ofan", utilisation=0.99), row("reps", utilisation=0.96), row("ar", utilisation=0.94)]
     assert cl.c_fig1_utilisation(data(fig1=bad)).verdict == "disagrees"
     assert cl.c_fig1_utilisation(data(fig1=[row("ofan", utilisation=0.99)])).verdict == "no data"
 
 
-@pytest.mark.parametrize(("exponent", "linear", "sqrt", "flat"),
-                         [(1.0, "agrees", "disagrees", "disagrees"), (0.5, "disagrees", "agrees", "disagrees"),
-                          (0.0, "disagrees", "disagrees", "agrees")])
+@pytest.mark.parametrize(
+    ("exponent", "linear", "sqrt", "flat"),
+    [
+        (1.0, "agrees", "disagrees", "disagrees"),
+        (0.5, "disagrees", "agrees", "disagrees"),
+        (0.0, "disagrees", "disagrees", "agrees"),
+    ],
+)
 def test_growth_classes_by_exponent(exponent: float, linear: str, sqrt: str, flat: str) -> None:
     labels = cl.CLASS_LINEAR + cl.CLASS_SQRT + cl.CLASS_FLAT
-    rows = [row(s, size_bytes=m, seed=seed, max_queue_pkts=10 * (m / KB) ** exponent * (1 + 0.01 * seed))
-            for s in labels for m in (256 * KB, MB, 4 * MB) for seed in (1, 2)]
+    rows = [
+        row(s, size_bytes=m, seed=seed, max_queue_pkts=10 * (m / KB) ** exponent * (1 + 0.01 * seed))
+        for s in labels
+        for m in (256 * KB, MB, 4 * MB)
+        for seed in (1, 2)
+    ]
     d = data(fig4=rows)
     assert (cl.c_fig4_linear(d).verdict, cl.c_fig4_sqrt(d).verdict, cl.c_fig4_flat(d).verdict) == (linear, sqrt, flat)
     assert cl.c_fig4_sqrt(d).value == pytest.approx(exponent, abs=0.02)
 
 
 def test_failures_rule_takes_the_fault_free_increase() -> None:
-    rows = [row(s, cell_failure=p, cct_increase_fault_free=v, cct_increase=0.0)
-            for p in (0.05, 0.1) for s, v in (("ofan", 0.2), ("reps", 0.3), ("ar", 0.25))]
+    rows = [
+        row(s, cell_failure=p, cct_increase_fault_free=v, cct_increase=0.0)
+        for p in (0.05, 0.1)
+        for s, v in (("ofan", 0.2), ("reps", 0.3), ("ar", 0.25))
+    ]
     assert cl.c_fig9_failures(data(fig9=rows)).verdict == "agrees"
     rows.append(row("ofan", cell_failure=0.1, cct_increase_fault_free=0.6))  # mean 0.4 > 0.25 at p=0.1
     out = cl.c_fig9_failures(data(fig9=rows))
@@ -88,8 +119,11 @@ def test_failures_rule_takes_the_fault_free_increase() -> None:
 
 
 def test_a_gap_within_its_errors_is_not_comparable() -> None:
-    rows = [row(s, k=8, seed=i, cct_increase=v) for i, (a, b) in enumerate(((0.10, 0.12), (0.12, 0.10)))
-            for s, v in (("drb", a), ("ofan", b), ("1ofan", a))]
+    rows = [
+        row(s, k=8, seed=i, cct_increase=v)
+        for i, (a, b) in enumerate(((0.10, 0.12), (0.12, 0.10)))
+        for s, v in (("drb", a), ("ofan", b), ("1ofan", a))
+    ]
     assert cl.c_fig6_half(data(fig6=rows)).verdict == "not comparable"
     rows = [row(s, k=8, cct_increase=v) for s, v in (("drb", 0.20), ("1ofan", 0.12), ("ofan", 0.04))]
     out = cl.c_fig6_half(data(fig6=rows))
@@ -119,8 +153,19 @@ def test_output_lists_every_claim(tmp_path: Path) -> None:
     assert [r["id"] for r in results] == [c.cid for c in every]
     assert {r["verdict"] for r in results} <= set(cl.VERDICTS)
     assert all(r["verdict"] in ("no data", "agrees") for r in results)  # nothing pending; no run, no verdict
-    cl.write(tmp_path, results, {"scale": "quick", "command": "testbed paper claims", "commit": "x", "date": "d",
-                                 "machine": "m", "wall_s": 60.0, "propagation": "paper"})
+    cl.write(
+        tmp_path,
+        results,
+        {
+            "scale": "quick",
+            "command": "testbed paper claims",
+            "commit": "x",
+            "date": "d",
+            "machine": "m",
+            "wall_s": 60.0,
+            "propagation": "paper",
+        },
+    )
     md = (tmp_path / "claims.md").read_text()
     assert all(f"| {c.cid} |" in md for c in every)
     import json
@@ -146,16 +191,26 @@ def test_mixes_rule_between_the_ends_and_edge_best() -> None:
 
 def test_fsdp_factor_and_model_size_rules() -> None:
     def cc_rows(cc: str, ofan: float) -> list[dict[str, Any]]:
-        return [row(s, cell_cc=cc, cct_increase=v) for s, v in (("ar", 0.40), ("reps", 0.30), ("ofan", ofan),
-                                                                 ("4ofan", ofan))]
+        return [
+            row(s, cell_cc=cc, cct_increase=v)
+            for s, v in (("ar", 0.40), ("reps", 0.30), ("ofan", ofan), ("4ofan", ofan))
+        ]
 
     out = cl.c_fig14_factor(data(fig14=cc_rows("nscc", 0.02) + cc_rows("swift", 0.05)))
     assert out.verdict == "agrees" and out.value == pytest.approx(6.0)  # 0.30 / 0.05
     assert cl.c_fig14_factor(data(fig14=cc_rows("nscc", 0.02) + cc_rows("swift", 0.1))).verdict == "disagrees"
     m8, m405 = 119 * 4096, 1533 * 4096
-    falls = [row(s, size_bytes=m, cct_increase=v) for s, m, v in
-             (("ar", m8, 0.2), ("ar", m405, 0.2), ("reps", m8, 0.3), ("reps", m405, 0.28), ("ofan", m8, 0.05),
-              ("ofan", m405, 0.01))]
+    falls = [
+        row(s, size_bytes=m, cct_increase=v)
+        for s, m, v in (
+            ("ar", m8, 0.2),
+            ("ar", m405, 0.2),
+            ("reps", m8, 0.3),
+            ("reps", m405, 0.28),
+            ("ofan", m8, 0.05),
+            ("ofan", m405, 0.01),
+        )
+    ]
     assert cl.c_fig14_models(data(fig14m=falls)).verdict == "agrees"
     flat = [r if r["cell_label"] != "ofan" or r["size_bytes"] == m8 else {**r, "cct_increase": 0.06} for r in falls]
     assert cl.c_fig14_models(data(fig14m=flat)).verdict == "disagrees"

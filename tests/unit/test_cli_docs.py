@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_cli_reference_is_generated_from_the_parsers() -> None:
     page = (ROOT / "docs" / "cli.md").read_text()
-    assert page == docs.render(), ("docs/cli.md differs from the parsers: regenerate it with "
-                                   "`.venv/bin/python -m testbed.cli.docs > docs/cli.md`")
+    assert page == docs.render(), (
+        "docs/cli.md differs from the parsers: regenerate it with `.venv/bin/python -m testbed.cli.docs > docs/cli.md`"
+    )
 
 
 def test_every_command_and_option_is_on_the_page() -> None:

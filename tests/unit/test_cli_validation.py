@@ -23,7 +23,9 @@ def _namespaces() -> set[str]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *args], capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 BAD = [
@@ -68,8 +70,11 @@ BAD = [
 @pytest.mark.parametrize("args", BAD, ids=[" ".join(a) for a in BAD])
 def test_bad_input_is_one_line_and_builds_nothing(args: tuple[str, ...]) -> None:
     before = _namespaces()
-    r = (_cli(*args, "--prefix", PREFIX) if args[0] in ("up", "run", "demo", "compare") and "--prefix" not in args
-         else _cli(*args))
+    r = (
+        _cli(*args, "--prefix", PREFIX)
+        if args[0] in ("up", "run", "demo", "compare") and "--prefix" not in args
+        else _cli(*args)
+    )
     assert r.returncode == 2, r
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr

@@ -21,8 +21,11 @@ def write(tmp_path: Path, text: str) -> str:
 
 
 def test_parses_and_keeps_starts_in_line_bits(tmp_path: Path) -> None:
-    f = write(tmp_path, "Nodes 4\nConnections 3\n# comment\n0->1 id 7 start 10 size 4096\n"
-                        "2->3 start 2.5 size 8192\n3->0 id 9 start 10.5 size 100\n")
+    f = write(
+        tmp_path,
+        "Nodes 4\nConnections 3\n# comment\n0->1 id 7 start 10 size 4096\n"
+        "2->3 start 2.5 size 8192\n3->0 id 9 start 10.5 size 100\n",
+    )
     flows = load_cm(f, 16, RATE)
     assert [(x.fid, x.src, x.dst, x.size_bytes) for x in flows] == [(1, 0, 1, 4096), (2, 2, 3, 8192), (3, 3, 0, 100)]
     # the first flow starts the collective: 2.5 us at 100 Gbit/s is 250,000 bits before the others
@@ -30,15 +33,18 @@ def test_parses_and_keeps_starts_in_line_bits(tmp_path: Path) -> None:
     assert make_spec(WorkloadSpec("cm", 0, flows_file=f), 16, 4) == flows
 
 
-@pytest.mark.parametrize("text,where", [
-    ("Nodes 4\nConnections 1\n0->9 start 0 size 10\n", "line 3: nodes must be distinct and below 4"),
-    ("Nodes 4\nConnections 1\n0-1 start 0 size 10\n", "line 3: expected 'SRC->DST"),
-    ("Nodes 4\nConnections 1\n0->1 start 0 size -5\n", "line 3: size must be > 0"),
-    ("Nodes 4\nConnections 2\n0->1 id 1 size 10\n1->2 id 1 size 10\n", "line 4: connection id 1 appears twice"),
-    ("0->1 size 10\n", "line 1: expected 'Nodes N' and 'Connections C'"),
-    ("Nodes 4\nConnections 3\n0->1 size 10\n", "'Connections 3' but 1 connection lines"),
-    ("Nodes 40\nConnections 1\n0->1 size 10\n", "line 1: 40 nodes, but this fabric has 16 hosts"),
-])
+@pytest.mark.parametrize(
+    "text,where",
+    [
+        ("Nodes 4\nConnections 1\n0->9 start 0 size 10\n", "line 3: nodes must be distinct and below 4"),
+        ("Nodes 4\nConnections 1\n0-1 start 0 size 10\n", "line 3: expected 'SRC->DST"),
+        ("Nodes 4\nConnections 1\n0->1 start 0 size -5\n", "line 3: size must be > 0"),
+        ("Nodes 4\nConnections 2\n0->1 id 1 size 10\n1->2 id 1 size 10\n", "line 4: connection id 1 appears twice"),
+        ("0->1 size 10\n", "line 1: expected 'Nodes N' and 'Connections C'"),
+        ("Nodes 4\nConnections 3\n0->1 size 10\n", "'Connections 3' but 1 connection lines"),
+        ("Nodes 40\nConnections 1\n0->1 size 10\n", "line 1: 40 nodes, but this fabric has 16 hosts"),
+    ],
+)
 def test_a_bad_file_names_its_line(tmp_path: Path, text: str, where: str) -> None:
     with pytest.raises(WorkloadError, match=where.replace("(", r"\(").replace("'", "'")):
         load_cm(write(tmp_path, text), 16, RATE)

@@ -91,8 +91,12 @@ def test_uplink_masks_match_brute_force(k: int, kind: str) -> None:
                     if f == sw:
                         continue
                     # an uplink is valid if some valid path to some host under F leaves through it
-                    first_hops = {path[1] for h in tree.hosts if tree.edge_of(h.name) == f.name
-                                  for path in g.paths(sw.name, h.name)}
+                    first_hops = {
+                        path[1]
+                        for h in tree.hosts
+                        if tree.edge_of(h.name) == f.name
+                        for path in g.paths(sw.name, h.name)
+                    }
                     want = sum(1 << s for s, peer in enumerate(ups) if peer in first_hops)
                     assert routing.masks[(sw.nid, tree.edge_global(f))] == want, (sorted(failed), sw.name, f.name)
             elif sw.level is Level.AGG and ups:
@@ -100,8 +104,12 @@ def test_uplink_masks_match_brute_force(k: int, kind: str) -> None:
                     if pod == sw.pod:
                         continue
                     # valid if a valid shortest path reaches an aggregation switch of that pod through it
-                    first_hops = {path[1] for a in tree.switches if a.level is Level.AGG and a.pod == pod
-                                  for path in g.paths(sw.name, a.name)}
+                    first_hops = {
+                        path[1]
+                        for a in tree.switches
+                        if a.level is Level.AGG and a.pod == pod
+                        for path in g.paths(sw.name, a.name)
+                    }
                     want = sum(1 << s for s, peer in enumerate(ups) if peer in first_hops)
                     assert routing.masks[(sw.nid, pod)] == want, (sorted(failed), sw.name, pod)
 

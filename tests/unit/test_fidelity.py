@@ -18,14 +18,28 @@ T = 0.00066  # one packet time, s
 
 
 def clean() -> Evidence:
-    return Evidence(pacing={"h0": 0.001, "h1": -0.004}, service={"p0": 1.2, "p1": 0.99}, start_skew_s=0.3 * T,
-                    packet_time_s=T, nic_burst_pkts={"h0": 0.3, "h1": 0.26}, nic_stall_pkts={"h0": 0.5, "h1": 0.2},
-                    nic_back_to_back={"h0": 0, "h1": 0},
-                    delivery=Delivery(planned=100, sent=100, received=97, counted_losses=3, sender_errors=0,
-                                      emulator_drops=0, drain_complete=True),
-                    softnet_drops=0, cpu_busy=0.5, cpu_busiest=0.7, cpu_steal=0.01, max_giveups=0,
-                    sample_rate_hz=500.0, cpu_awake=True, nic_late_pkts={"h0": 0.4, "h1": 1.1},
-                    timing_excess_pkts=0.5, bound_pkts=254.75)
+    return Evidence(
+        pacing={"h0": 0.001, "h1": -0.004},
+        service={"p0": 1.2, "p1": 0.99},
+        start_skew_s=0.3 * T,
+        packet_time_s=T,
+        nic_burst_pkts={"h0": 0.3, "h1": 0.26},
+        nic_stall_pkts={"h0": 0.5, "h1": 0.2},
+        nic_back_to_back={"h0": 0, "h1": 0},
+        delivery=Delivery(
+            planned=100, sent=100, received=97, counted_losses=3, sender_errors=0, emulator_drops=0, drain_complete=True
+        ),
+        softnet_drops=0,
+        cpu_busy=0.5,
+        cpu_busiest=0.7,
+        cpu_steal=0.01,
+        max_giveups=0,
+        sample_rate_hz=500.0,
+        cpu_awake=True,
+        nic_late_pkts={"h0": 0.4, "h1": 1.1},
+        timing_excess_pkts=0.5,
+        bound_pkts=254.75,
+    )
 
 
 def test_clean_run_is_valid() -> None:
@@ -43,8 +57,10 @@ def _delivery(**kw: object) -> Delivery:
 FAULTS = {
     "late start": ({"start_skew_s": 1.2 * T}, "senders started"),
     "pacing": ({"pacing": {"h0": 0.021}}, "host pacing off by +2.1 % at h0"),
-    "burst": ({"nic_burst_pkts": {"h0": 0.3, "h1": 1.02}, "nic_back_to_back": {"h1": 1}},
-              "NIC of h1 ran 1.0 frames ahead"),
+    "burst": (
+        {"nic_burst_pkts": {"h0": 0.3, "h1": 1.02}, "nic_back_to_back": {"h1": 1}},
+        "NIC of h1 ran 1.0 frames ahead",
+    ),
     "stall": ({"nic_stall_pkts": {"h1": fidelity.STALL_MAX_PKTS + 0.1}}, "NIC of h1 stalled"),
     "service": ({"service": {"p0": 1.0, "p1": 0.969}}, "busy link p1 served at 96.9 %"),
     "lost": ({"delivery": _delivery(received=96)}, "1 of 100 data packets lost without a trace"),
@@ -56,20 +72,31 @@ FAULTS = {
     "softnet": ({"softnet_drops": 3, "delivery": _delivery(emulator_drops=3)}, "3 packets dropped by the per-CPU"),
     "data plane": ({"delivery": _delivery(emulator_drops=1)}, "1 packets dropped by the data plane's error paths"),
     "busy CPU": ({"cpu_busiest": 0.99}, "a CPU was 99 % busy"),
-    "CPU gap": ({"timers": TimerLateness(2000, 20e-6, 5e-3, 1, 3), "link_packet_time_s": 1e-3},
-                "a qdisc timer fired 5.0 ms late on CPU 1, 5.0 packet times (maximum 4)"),
+    "CPU gap": (
+        {"timers": TimerLateness(2000, 20e-6, 5e-3, 1, 3), "link_packet_time_s": 1e-3},
+        "a qdisc timer fired 5.0 ms late on CPU 1, 5.0 packet times (maximum 4)",
+    ),
     "give-ups": ({"max_giveups": 2}, "2 queue-maximum updates gave up"),
-    "late NICs": ({"timing_excess_pkts": 1.6, "nic_late_pkts": {"h0": 0.4, "h1": 1.3}},
-                  "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3"),
+    "late NICs": (
+        {"timing_excess_pkts": 1.6, "nic_late_pkts": {"h0": 0.4, "h1": 1.3}},
+        "can have added 0.6 % to the CCT (1.6 packet times; maximum 0.5 %); latest NIC h1, 1.3",
+    ),
     "late NICs, short run": ({"timing_excess_pkts": 1.6, "bound_pkts": 14.75}, "can have added 10.8 %"),
     "REPS feedback lost": ({"feedback_lost": 3}, "3 REPS entropies were lost in a full delay line"),
-    "outside": ({"outside_cpu": 0.3, "outside_worst": "cc1 (pid 7)", "window_s": 1.0},
-                "processes outside the run took 30 % of a CPU during it (maximum 5 %; the busiest cc1 (pid 7))"),
+    "outside": (
+        {"outside_cpu": 0.3, "outside_worst": "cc1 (pid 7)", "window_s": 1.0},
+        "processes outside the run took 30 % of a CPU during it (maximum 5 %; the busiest cc1 (pid 7))",
+    ),
 }
 
 
-@pytest.mark.parametrize(("dry", "cause"), [(4.1, "no data frame waited in its queue: its sender was late"),
-                                            (0.3, "with frames waiting: its timer or its CPU was late")])
+@pytest.mark.parametrize(
+    ("dry", "cause"),
+    [
+        (4.1, "no data frame waited in its queue: its sender was late"),
+        (0.3, "with frames waiting: its timer or its CPU was late"),
+    ],
+)
 def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
     """A gap that began with the NIC's queue empty is its sender's; with frames waiting, the NIC's own."""
     stall = {"h0": 0.5, "h1": fidelity.STALL_MAX_PKTS + 0.1}
@@ -77,10 +104,19 @@ def test_a_stall_names_who_was_late(dry: float, cause: str) -> None:
     assert v.reasons == [f"NIC of h1 stalled for 4.1 packet times (maximum 4; {cause})"]
     assert v.nic_dry_pkts == dry and v.nic_dry_by_host["h1"] == dry
     assert v.latest_nic == "h1" and v.latest_nic_gap_cause == ("sender" if dry > 4 else "nic")  # h1 latest in clean()
-    late = fidelity.verdict(dataclasses.replace(clean(), nic_stall_pkts={"h1": 1.2}, nic_dry_pkts={"h1": 1.2},
-                                                timing_excess_pkts=1.6, nic_late_pkts={"h1": 1.3}))
-    assert late.reasons[0].endswith("latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
-                                    "(no data frame waited in its queue: its sender was late)")
+    late = fidelity.verdict(
+        dataclasses.replace(
+            clean(),
+            nic_stall_pkts={"h1": 1.2},
+            nic_dry_pkts={"h1": 1.2},
+            timing_excess_pkts=1.6,
+            nic_late_pkts={"h1": 1.3},
+        )
+    )
+    assert late.reasons[0].endswith(
+        "latest NIC h1, 1.3 packet times, its longest gap 1.2 packet times beyond one "
+        "(no data frame waited in its queue: its sender was late)"
+    )
 
 
 def test_a_transport_runs_own_stall_is_judged_beside_longer_waits() -> None:
@@ -89,13 +125,15 @@ def test_a_transport_runs_own_stall_is_judged_beside_longer_waits() -> None:
     from testbed.measure.transport import LoopTiming
 
     loop = LoopTiming(*([0.0] * len(dataclasses.fields(LoopTiming))))  # type: ignore[arg-type]
-    waits = dataclasses.replace(clean(), loop=loop, nic_stall_pkts={"h0": 70.0}, nic_dry_pkts={"h0": 70.0},
-                                nic_held_pkts={"h0": 1.0})
+    waits = dataclasses.replace(
+        clean(), loop=loop, nic_stall_pkts={"h0": 70.0}, nic_dry_pkts={"h0": 70.0}, nic_held_pkts={"h0": 1.0}
+    )
     v = fidelity.verdict(waits)
     assert v.valid and v.nic_held_pkts == 1.0
     own = fidelity.verdict(dataclasses.replace(waits, nic_held_pkts={"h0": 4.5}))
-    assert own.reasons == ["NIC of h0 stalled for 4.5 packet times (maximum 4; with data frames waiting: its timer "
-                           "or its CPU was late)"]
+    assert own.reasons == [
+        "NIC of h0 stalled for 4.5 packet times (maximum 4; with data frames waiting: its timer or its CPU was late)"
+    ]
 
 
 def test_a_stall_with_late_timers_names_them() -> None:
@@ -105,8 +143,12 @@ def test_a_stall_with_late_timers_names_them() -> None:
     assert timers.max_s == pytest.approx(7e-3) and timers.mean_s == pytest.approx(0.93 / 5000)
     e = dataclasses.replace(clean(), nic_stall_pkts={"h1": 21.0}, nic_dry_pkts={"h1": 0.2}, timers=timers)
     v = fidelity.verdict(e)
-    assert v.reasons == [("NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting; the run's qdisc "
-                          "timers fired up to 7.0 ms late on CPU 1, which took no interrupt that long)")]
+    assert v.reasons == [
+        (
+            "NIC of h1 stalled for 21.0 packet times (maximum 4; with frames waiting; the run's qdisc "
+            "timers fired up to 7.0 ms late on CPU 1, which took no interrupt that long)"
+        )
+    ]
     assert v.timers is not None and v.timers["over_100us"] == 9
     assert v.latest_nic_gap_cause == "cpu"
     on_time = dataclasses.replace(timers, max_s=fidelity.TIMER_LATE_NOTE_S / 2)
@@ -158,8 +200,9 @@ def test_a_run_outside_the_ideal_fabric_is_flagged() -> None:
     far = envelope.place(env, 0.090, {"edge_agg": 22}, allowance=0.001)
     assert len(far["reasons"]) == 1 and far["reasons"][0].startswith("CCT increase +9.00 % is outside")
     low = envelope.place(env, 0.071, {"edge_agg": 12}, allowance=0.001)  # better than a perfect fabric: suspect
-    assert low["reasons"] == ["largest edge_agg queue 12 packets is outside the ideal fabric's 22.0 +- 7.2 "
-                              "(20 to 24 over 5 draws)"]
+    assert low["reasons"] == [
+        "largest edge_agg queue 12 packets is outside the ideal fabric's 22.0 +- 7.2 (20 to 24 over 5 draws)"
+    ]
     v = fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": True, **far}))
     assert not v.valid and v.reasons[0].startswith("against the ideal fabric: CCT increase +9.00 %")
     assert fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": False, "why_not": "ACKs on"})).valid
@@ -205,8 +248,12 @@ def test_outside_cpu_counts_other_processes_not_ours() -> None:
     spin = "import time\nt = time.time()\nwhile time.time() - t < 1.0: pass"
     before, t0 = outside.Snapshot.now(), time.monotonic()
     # a process not ours: started by a shell that exits at once (it is re-parented away from this process)
-    sh = subprocess.run(["sh", "-c", f"{sys.executable} -c '{spin}' >/dev/null 2>&1 & echo $!"], capture_output=True,
-                        text=True, check=True)
+    sh = subprocess.run(
+        ["sh", "-c", f"{sys.executable} -c '{spin}' >/dev/null 2>&1 & echo $!"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     other = int(sh.stdout)
     mine = subprocess.Popen([sys.executable, "-c", spin])
     time.sleep(0.9)
@@ -226,7 +273,6 @@ def test_a_short_burst_of_another_process_is_left_to_the_cpu_gap_criterion() -> 
     assert not fidelity.verdict(dataclasses.replace(clean(), outside_cpu=0.11, window_s=1.0)).valid
 
 
-
 def test_every_figure_of_the_verdict_has_its_results_column() -> None:
     """results.parquet carries every one-number figure of the verdict (each criterion's and those reported
     beside them), the delivery balance, the qdisc timers', the transport's and the ideal fabric's."""
@@ -237,15 +283,30 @@ def test_every_figure_of_the_verdict_has_its_results_column() -> None:
 
     env = envelope.Envelope((0.070, 0.072, 0.075), {s: (2, 3, 2) for s in SWITCH_STAGES})
     placed = envelope.place(env, 0.071, {s: 2 for s in SWITCH_STAGES}, allowance=0.001)
-    e = dataclasses.replace(clean(), timers=TimerLateness(2000, 20e-6, 5e-4, 1, 3), link_packet_time_s=1e-3,
-                            loop=LoopTiming(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0, 0, 40.0),
-                            ideal={"placed": True, **placed}, cpu_window=Busiest(0.5, 1, 0.2, 0.1))
+    e = dataclasses.replace(
+        clean(),
+        timers=TimerLateness(2000, 20e-6, 5e-4, 1, 3),
+        link_packet_time_s=1e-3,
+        loop=LoopTiming(0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0, 0, 40.0),
+        ideal={"placed": True, **placed},
+        cpu_window=Busiest(0.5, 1, 0.2, 0.1),
+    )
     f = fidelity.verdict(e).to_json()
     row = fidelity_columns(f)
     scalars = {k for k, v in f.items() if isinstance(v, (bool, int, float, str)) and k != "reasons"}
-    assert scalars >= {"valid", "start_skew_pkts", "pacing_error_max", "timing_excess_share", "nic_burst_pkts",
-                       "nic_stall_pkts", "saturated_service_min", "softnet_drops", "cpu_busiest_window",
-                       "outside_cpu", "max_giveups"}  # each criterion's own figure is a scalar of the verdict
+    assert scalars >= {
+        "valid",
+        "start_skew_pkts",
+        "pacing_error_max",
+        "timing_excess_share",
+        "nic_burst_pkts",
+        "nic_stall_pkts",
+        "saturated_service_min",
+        "softnet_drops",
+        "cpu_busiest_window",
+        "outside_cpu",
+        "max_giveups",
+    }  # each criterion's own figure is a scalar of the verdict
     for k in scalars:
         assert row[f"fidelity_{k}"] == f[k]
     for k, v in f["delivery"].items():

@@ -25,14 +25,24 @@ def run_dir(tmp: Path, scheme: str, k: int = 4, topology: str = "fattree") -> Pa
     d.mkdir()
     hosts = tree.hosts
     n = len(hosts)
-    flows = [{"fid": i + 1, "src": hosts[i].name, "dst": hosts[(i + 3) % n].name, "size_bytes": 1 << 20}
-             for i in range(n)]
+    flows = [
+        {"fid": i + 1, "src": hosts[i].name, "dst": hosts[(i + 3) % n].name, "size_bytes": 1 << 20} for i in range(n)
+    ]
     pd.DataFrame(flows).to_parquet(d / "flows.parquet")
-    (d / "manifest.json").write_text(json.dumps({
-        "complete": True, "k": k, "topology": topology, "scheme": scheme,
-        "params": {"workload": "permutation", "seed": 7, "payload": 4096},
-        "propagation": {"link_pkts": 11.967448539971278}, "port_buffer_bytes": 0,
-        "summary": {"ecn": {"unit": "bytes", "threshold": 81920}}}))
+    (d / "manifest.json").write_text(
+        json.dumps(
+            {
+                "complete": True,
+                "k": k,
+                "topology": topology,
+                "scheme": scheme,
+                "params": {"workload": "permutation", "seed": 7, "payload": 4096},
+                "propagation": {"link_pkts": 11.967448539971278},
+                "port_buffer_bytes": 0,
+                "summary": {"ecn": {"unit": "bytes", "threshold": 81920}},
+            }
+        )
+    )
     return d
 
 
@@ -58,6 +68,11 @@ def test_a_scheme_htsim_lacks_is_said(tmp_path: Path) -> None:
 
 
 def test_the_command_refuses_what_is_not_a_run(tmp_path: Path) -> None:
-    r = subprocess.run([sys.executable, "-m", "testbed.cli", "export", "htsim", str(tmp_path)], capture_output=True,
-                       text=True, timeout=60, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "testbed.cli", "export", "htsim", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "not a run directory" in r.stderr

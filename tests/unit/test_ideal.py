@@ -89,8 +89,26 @@ def test_the_command_prints_one_row_per_scheme_and_seed() -> None:
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "-m", "testbed.cli", "ideal", "--k", "4", "--schemes", "ofan,ecmp",
-                        "--seeds", "1,2", "--inter-pod", "--json"], capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "testbed.cli",
+            "ideal",
+            "--k",
+            "4",
+            "--schemes",
+            "ofan,ecmp",
+            "--seeds",
+            "1,2",
+            "--inter-pod",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0, r.stderr
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [(x["scheme"], x["seed"]) for x in rows] == [("ofan", 1), ("ofan", 2), ("ecmp", 1), ("ecmp", 2)]
@@ -140,10 +158,12 @@ def test_bound_and_buckets_are_the_fabrics_own() -> None:
 SHIFT_ERROR_PP = 2.5  # docs/methods/timebase.md: the analytic shift's largest error on mixed permutations, in points
 
 
-@pytest.mark.parametrize(("k", "seeds", "schemes"), [(4, (1, 2, 3), ("ecmp", "rps", "rr", "jsq", "ofan")),
-                                                      (8, (1,), ("jsq", "ofan"))])
-def test_propagation_is_an_exact_shift_between_pods_and_close_within(k: int, seeds: tuple[int, ...],
-                                                                     schemes: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(
+    ("k", "seeds", "schemes"), [(4, (1, 2, 3), ("ecmp", "rps", "rr", "jsq", "ofan")), (8, (1,), ("jsq", "ofan"))]
+)
+def test_propagation_is_an_exact_shift_between_pods_and_close_within(
+    k: int, seeds: tuple[int, ...], schemes: tuple[str, ...]
+) -> None:
     # The kernel cannot delay a packet, so a run adds each flow's links x D to its completion (metrics). The
     # ideal fabric delays every frame on every link; between pods every frame at a queue crossed as many links
     # as the others there, so the shift is exact; intra-pod flows meet inter-pod ones two links "early".
@@ -152,8 +172,7 @@ def test_propagation_is_an_exact_shift_between_pods_and_close_within(k: int, see
     worst = 0.0
     for seed in seeds:
         for inter in (True, False):
-            flows = make_spec(WorkloadSpec("permutation", MB, seed, inter_pod=inter), tree.n_hosts,
-                              tree.hosts_per_pod)
+            flows = make_spec(WorkloadSpec("permutation", MB, seed, inter_pod=inter), tree.n_hosts, tree.hosts_per_pod)
             for scheme in schemes:
                 cfg = SchemeConfig(Scheme.parse(scheme))
                 r0 = ideal.simulate(tree, cfg, flows, seed)
@@ -181,7 +200,6 @@ def test_propagation_leaves_the_zero_delay_run_alone() -> None:
         ideal.simulate(tree, SchemeConfig(Scheme.RPS), flows, 2, propagation=-1.0)
 
 
-
 def test_a_fabrics_own_buckets_for_large_frames() -> None:
     """A fabric built for 16 KB payloads has buckets of its own frames (two at the links, 1.25 at the NICs):
     with them an Ofan permutation is as smooth as with 4 KB frames, while the default MTU's buckets, less than
@@ -193,7 +211,8 @@ def test_a_fabrics_own_buckets_for_large_frames() -> None:
     frame = pk.wire_len(16384)
     own = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1, pk, buckets_bytes=(2 * frame, round(1.25 * frame)))
     assert own.cct_increase < 0.01 and own.bound_pkts == pytest.approx(64 - 1.25, abs=0.01)
-    assert ideal.bound_pkts(tree, flows, pk, buckets_bytes=(2 * frame, round(1.25 * frame))) == \
-        pytest.approx(own.bound_pkts)
+    assert ideal.bound_pkts(tree, flows, pk, buckets_bytes=(2 * frame, round(1.25 * frame))) == pytest.approx(
+        own.bound_pkts
+    )
     default = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1, pk)
     assert default.cct_increase > 0.03

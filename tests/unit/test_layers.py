@@ -16,8 +16,9 @@ LINT = Path(sys.executable).with_name("lint-imports")
 
 def lint(cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(cwd)}  # the packages of `cwd`, ahead of the installed ones
-    return subprocess.run([str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120,
-                          check=False)
+    return subprocess.run(
+        [str(LINT), "--no-cache"], cwd=cwd, env=env, capture_output=True, text=True, timeout=120, check=False
+    )
 
 
 def test_layer_contracts_are_kept() -> None:

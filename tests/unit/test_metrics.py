@@ -42,8 +42,22 @@ def test_lower_bound_incast_is_the_receiver() -> None:
 
 
 def _sample(ifindex: int, **kw: int) -> PortSample:
-    base = dict(pkts=0, bytes=0, max_pkts=0, max_bytes=0, integral_pkts_ns=0, integral_bytes_ns=0, tx_pkts=0,
-                tx_bytes=0, rx_pkts=0, rx_bytes=0, first_rx_ns=0, last_rx_ns=0, first_tx_ns=0, last_tx_ns=0)
+    base = dict(
+        pkts=0,
+        bytes=0,
+        max_pkts=0,
+        max_bytes=0,
+        integral_pkts_ns=0,
+        integral_bytes_ns=0,
+        tx_pkts=0,
+        tx_bytes=0,
+        rx_pkts=0,
+        rx_bytes=0,
+        first_rx_ns=0,
+        last_rx_ns=0,
+        first_tx_ns=0,
+        last_tx_ns=0,
+    )
     base.update(kw)
     return PortSample(ifindex=ifindex, **base)
 
@@ -78,8 +92,9 @@ def test_pacing_error() -> None:
     hp = t.host_port("h0_0_0")
     ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10, last_rx_ns=10 + span)
     slow = t.host_port("h0_0_1")
-    ports[slow.ifindex] = _sample(slow.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10,
-                                  last_rx_ns=10 + int(span * 1.25))
+    ports[slow.ifindex] = _sample(
+        slow.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=10, last_rx_ns=10 + int(span * 1.25)
+    )
     flows = [Flow(1, 0, 5, 1), Flow(2, 1, 6, 1)]
     err = metrics.pacing_errors(t, flows, ports, rate, burst_bytes=frame)
     assert err["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
@@ -90,8 +105,15 @@ def test_pacing_error() -> None:
     err2 = metrics.pacing_errors(t, flows, ports, rate, burst_bytes=2 * frame)
     assert err2["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
     # ACKs the host sent after its last data frame are not its NIC's lateness: only the bytes up to that frame
-    ports[hp.ifindex] = _sample(hp.ifindex, rx_pkts=n + 30, rx_bytes=n * frame + 30 * 62, first_rx_ns=0,
-                                last_rx_ns=burst_span * 3, nic_last_data_ns=burst_span, nic_data_bytes=n * frame)
+    ports[hp.ifindex] = _sample(
+        hp.ifindex,
+        rx_pkts=n + 30,
+        rx_bytes=n * frame + 30 * 62,
+        first_rx_ns=0,
+        last_rx_ns=burst_span * 3,
+        nic_last_data_ns=burst_span,
+        nic_data_bytes=n * frame,
+    )
     err3 = metrics.pacing_errors(t, flows, ports, rate, burst_bytes=2 * frame)
     assert err3["h0_0_0"] == pytest.approx(0.0, abs=1e-6)
 
@@ -107,12 +129,14 @@ def test_timing_excess_counts_start_offset_and_lateness() -> None:
     n = 256
     ports = {p.ifindex: _sample(p.ifindex) for p in t.ports}
     on_time = t.host_port("h0_0_0")
-    ports[on_time.ifindex] = _sample(on_time.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=1000,
-                                     last_rx_ns=1000 + round((n - 1.25) * pt))
+    ports[on_time.ifindex] = _sample(
+        on_time.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=1000, last_rx_ns=1000 + round((n - 1.25) * pt)
+    )
     late = t.host_port("h0_0_1")
     start = 1000 + round(0.5 * pt)
-    ports[late.ifindex] = _sample(late.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=start,
-                                  last_rx_ns=start + round((n - 1.25 + 2) * pt))
+    ports[late.ifindex] = _sample(
+        late.ifindex, rx_pkts=n, rx_bytes=n * frame, first_rx_ns=start, last_rx_ns=start + round((n - 1.25 + 2) * pt)
+    )
     flows = [Flow(1, 0, 5, n * 4096), Flow(2, 1, 6, n * 4096)]
     by_host, excess = metrics.timing_excess_pkts(t, flows, ports, pk, rate, round(1.25 * frame))
     assert by_host["h0_0_0"] == pytest.approx(0.0, abs=1e-3)
@@ -131,9 +155,13 @@ def test_compare_parsing_and_summary() -> None:
     for bad in ("ecmp,ecmp", "ofan:4", "warp", "pofan:x", ""):
         with pytest.raises(SchemeError):
             parse_schemes(bad)
-    df = pd.DataFrame([{"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
-                       {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
-                       {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0}])
+    df = pd.DataFrame(
+        [
+            {"scheme": "a", "cct_increase": 0.1, "max_queue_pkts": 3, "valid": True, "drops": 0},
+            {"scheme": "a", "cct_increase": 0.3, "max_queue_pkts": 5, "valid": False, "drops": 1},
+            {"scheme": "b", "cct_increase": 0.0, "max_queue_pkts": 1, "valid": True, "drops": 0},
+        ]
+    )
     df.loc[len(df)] = {"scheme": "a", "cct_increase": 0.2, "max_queue_pkts": 4, "valid": True, "drops": 0}
     df.loc[len(df)] = {"scheme": "c", "cct_increase": 0.5, "max_queue_pkts": 9, "valid": False, "drops": 0}
     s = compare_summary(df).set_index("scheme")
@@ -157,8 +185,7 @@ def test_propagation_shifts_each_flow_and_the_bound_by_its_links() -> None:
     for acks, legs in ((False, 1), (True, 2)):
         shift = metrics.propagation_shift_s(tree, inter, d, acks)
         assert set(shift.values()) == {legs * 6 * d}  # every flow crosses pods: 6 links, back again with ACKs
-        b = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst, ack_frame_bytes=62 if acks else 0,
-                                      shift_s=shift)
+        b = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst, ack_frame_bytes=62 if acks else 0, shift_s=shift)
         b_noprop = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst, ack_frame_bytes=62 if acks else 0)
         assert b == pytest.approx(b_noprop + legs * 6 * d)
     # a mixed permutation: every host's term is the same, so the bound grows by the longest flow's shift;
@@ -167,7 +194,8 @@ def test_propagation_shifts_each_flow_and_the_bound_by_its_links() -> None:
     shift = metrics.propagation_shift_s(tree, mixed, d, False)
     assert shift == {1: 2 * d, 2: 2 * d, 3: 4 * d, 4: 4 * d}
     assert metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst, shift_s=shift) == pytest.approx(
-        metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst) + 4 * d)
+        metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst) + 4 * d
+    )
     assert b0 > 0
     # the CCT: each flow's last arrival plus its own shift, the latest; a flow that delivered nothing has none
     assert metrics.completion_ns({1: 1_000_000, 2: 0, 3: 900_000}, {1: 2e-4, 2: 9.0, 3: 4e-4}) == 1_300_000

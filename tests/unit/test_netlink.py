@@ -16,14 +16,15 @@ def _attrs(buf: bytes) -> dict[int, bytes]:
     out, off = {}, 0
     while off + 4 <= len(buf):
         ln, kind = struct.unpack_from("=HH", buf, off)
-        out[kind] = buf[off + 4:off + ln]
+        out[kind] = buf[off + 4 : off + ln]
         off += (ln + 3) & ~3
     return out
 
 
 def test_veth_request_carries_both_indexes_and_namespaces() -> None:
-    req = netlink.veth_pair("a0_0", 40, b"\x02\x54\x42\x00\x00\x18", 7, "e0_0", 41, b"\x02\x54\x42\x00\x00\x19", 8,
-                            4200)
+    req = netlink.veth_pair(
+        "a0_0", 40, b"\x02\x54\x42\x00\x00\x18", 7, "e0_0", 41, b"\x02\x54\x42\x00\x00\x19", 8, 4200
+    )
     assert req.msg_type == netlink.RTM_NEWLINK
     assert struct.unpack_from("=i", req.body, 4)[0] == 40  # ifinfomsg.ifi_index
     top = _attrs(req.body[16:])

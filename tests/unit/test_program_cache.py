@@ -37,7 +37,7 @@ def test_map_loads_are_found_and_unlinked_and_nothing_else_is_touched() -> None:
     spec = pc.unlink_maps("p", text, {11: "a", 12: "b"})
     assert spec is not None and spec.relocations == ((1, "a"), (5, "b"))
     assert [imm for _, _, imm in pc.map_loads(spec.insns)] == [0, 0]
-    changed = [i for i in range(len(text) // 8) if text[8 * i:8 * i + 8] != spec.insns[8 * i:8 * i + 8]]
+    changed = [i for i in range(len(text) // 8) if text[8 * i : 8 * i + 8] != spec.insns[8 * i : 8 * i + 8]]
     assert changed == [1, 5]
     assert pc.link_maps(spec, {"a": 11, "b": 12}) == text
     relinked = pc.link_maps(spec, {"a": 40, "b": 41})
@@ -52,8 +52,18 @@ def test_unknown_maps_and_global_data_are_not_cached() -> None:
 def test_key_depends_on_source_flags_and_bcc() -> None:
     k = pc.key("int x;", ["-DK=4"], "0.26")
     assert k == pc.key("int x;", ["-DK=4"], "0.26")
-    assert len({k, pc.key("int y;", ["-DK=4"], "0.26"), pc.key("int x;", ["-DK=6"], "0.26"),
-                pc.key("int x;", ["-DK=4"], "0.27"), pc.key("int x;", ["-DK", "=4"], "0.26")}) == 5
+    assert (
+        len(
+            {
+                k,
+                pc.key("int y;", ["-DK=4"], "0.26"),
+                pc.key("int x;", ["-DK=6"], "0.26"),
+                pc.key("int x;", ["-DK=4"], "0.27"),
+                pc.key("int x;", ["-DK", "=4"], "0.26"),
+            }
+        )
+        == 5
+    )
 
 
 def snapshot(n: int = 1) -> Snapshot:
@@ -87,7 +97,10 @@ def test_the_cache_can_be_turned_off(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_a_relocation_that_does_not_fit_is_refused() -> None:
     spec = pc.unlink_maps("p", ld_map(1, 11) + insn(EXIT), {11: "a"})
     assert spec is not None
-    for bad in (ProgramSpec("p", spec.insns, ((2, "a"),)), ProgramSpec("p", spec.insns, ((0, "b"),)),
-                ProgramSpec("p", spec.insns[:8], spec.relocations)):
+    for bad in (
+        ProgramSpec("p", spec.insns, ((2, "a"),)),
+        ProgramSpec("p", spec.insns, ((0, "b"),)),
+        ProgramSpec("p", spec.insns[:8], spec.relocations),
+    ):
         with pytest.raises(ValueError):
             pc.link_maps(bad, {"a": 5})

@@ -41,10 +41,20 @@ def test_intervals_must_be_positive() -> None:
 
 
 def test_bands() -> None:
-    assert [sampled.band(v, 100, 800) for v in (0, 100, 101, 216, 217, 450, 799, 800, 10**9)] == \
-        [0, 0, 1, 1, 2, 4, 6, 7, 7]
-    assert [sampled.band(v, 100, 800) for v in range(0, 900, 7)] == sorted(sampled.band(v, 100, 800)
-                                                                        for v in range(0, 900, 7))
+    assert [sampled.band(v, 100, 800) for v in (0, 100, 101, 216, 217, 450, 799, 800, 10**9)] == [
+        0,
+        0,
+        1,
+        1,
+        2,
+        4,
+        6,
+        7,
+        7,
+    ]
+    assert [sampled.band(v, 100, 800) for v in range(0, 900, 7)] == sorted(
+        sampled.band(v, 100, 800) for v in range(0, 900, 7)
+    )
 
 
 def test_sampling_ewma_and_quality() -> None:
@@ -77,8 +87,9 @@ def test_conga_header_round_trip_and_ageing() -> None:
 def test_flood_view_of_an_aggregation_switch_at_k4() -> None:
     """k=4: pods of 2 edges. Aggregation switch of pod 1: its own pod's edges 2 and 3 get their downlinks'
     quality (edge 3's route withdrawn: the worst); other pods the best of the uplinks valid for them."""
-    view = sampled.flood_view(False, False, 1, 8, 2, down_quality=[4, None], up_quality=[6, 2],
-                              mask_of_pod=[0b11, 0b11, 0b01, 0b00])
+    view = sampled.flood_view(
+        False, False, 1, 8, 2, down_quality=[4, None], up_quality=[6, 2], mask_of_pod=[0b11, 0b11, 0b01, 0b00]
+    )
     assert view == [2, 2, 4, 7, 6, 6, 7, 7]
     core = sampled.flood_view(True, True, -1, 8, 2, down_quality=[1, 2, 3, 4], up_quality=[], mask_of_pod=[])
     assert core == [1, 1, 2, 2, 3, 3, 4, 4]

@@ -47,7 +47,7 @@ def test_watched_ports_are_the_largest_maxima_and_keep_their_place_on_ties() -> 
         s._sample(tick % s.every == 0)
     watched = set(s.positions[1].tolist())
     assert watched == {i for i in range(0, 320, 10)}  # the 32 largest maxima, the first 32 of the ties at 5
-    assert [len(p) for p in s.positions[:s.every + 1]] == [len(ifx)] + [32] * (s.every - 1) + [len(ifx)]
+    assert [len(p) for p in s.positions[: s.every + 1]] == [len(ifx)] + [32] * (s.every - 1) + [len(ifx)]
     np.testing.assert_array_equal(s.pkts[1], np.array(sorted(watched)))  # the readings are of those ports
     # more ports reach 5: the watched ones keep their place (no churn on a tie)
     for i, x in enumerate(ifx):

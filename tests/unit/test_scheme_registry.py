@@ -18,9 +18,17 @@ from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "adding-a-scheme.md"
-FILES = ("ebpf/include/shared.h", "ebpf/include/lb.h", "testbed/models/schemes.py", "testbed/models/decisions.py",
-         "tests/system/test_schemes_kernel.py", "docs/schemes.md", "ebpf/include/maps.h", "testbed/dataplane/maps.py",
-         "testbed/dataplane/switches.py")
+FILES = (
+    "ebpf/include/shared.h",
+    "ebpf/include/lb.h",
+    "testbed/models/schemes.py",
+    "testbed/models/decisions.py",
+    "tests/system/test_schemes_kernel.py",
+    "docs/schemes.md",
+    "ebpf/include/maps.h",
+    "testbed/dataplane/maps.py",
+    "testbed/dataplane/switches.py",
+)
 
 
 def test_scheme_numbers_match_shared_h() -> None:
@@ -33,11 +41,11 @@ def test_scheme_numbers_match_shared_h() -> None:
 
 def test_kernel_dispatch_has_a_case_per_scheme() -> None:
     text = (ROOT / "ebpf/include/lb.h").read_text()
-    body = text[text.index("lb_pick_uplink("):]
+    body = text[text.index("lb_pick_uplink(") :]
     cases = re.findall(r"case SCHEME_(\w+):", body)
     assert sorted(cases) == sorted(s.name for s in switch_schemes()), "one case per scheme, none twice"
     host = (ROOT / "ebpf/include/host_lb.h").read_text()
-    body = host[host.index("host_lb_transmit("):]
+    body = host[host.index("host_lb_transmit(") :]
     for s in host_schemes():
         assert f"HOST_LB_{s.name}" in body, s
 

@@ -100,4 +100,4 @@ def test_ofan_skips_invalid_uplinks_and_keeps_one_packet_per_round(w: int) -> No
                 seen.append(port)
                 ptr += steps
             for r in range(3):
-                assert sorted(seen[r * len(valid):(r + 1) * len(valid)]) == valid
+                assert sorted(seen[r * len(valid) : (r + 1) * len(valid)]) == valid

@@ -16,17 +16,31 @@ from testbed.run import paper
 from testbed.run.sweep import Cell, Matrix
 
 
-def rows(scheme: str, power: float, sizes: tuple[int, ...] = (1 << 18, 1 << 20, 1 << 22), seeds: int = 3,
-         noise: float = 0.05) -> pd.DataFrame:
+def rows(
+    scheme: str, power: float, sizes: tuple[int, ...] = (1 << 18, 1 << 20, 1 << 22), seeds: int = 3, noise: float = 0.05
+) -> pd.DataFrame:
     rng = np.random.default_rng(7)
     out = []
     for size in sizes:
         for seed in range(1, seeds + 1):
             q = 3.0 * (size / sizes[0]) ** power * math.exp(rng.normal(0, noise))
-            out.append({"topology": "fattree", "k": 4, "workload": "permutation", "size_bytes": size, "load": 1.0,
-                        "cell_failure": 0.0, "cell_payload": 4096, "cell_label": scheme, "seed": seed,
-                        "max_queue_pkts": q, "cct_increase": q / size * 1e4, "utilisation": 0.99,
-                        "fidelity_valid": True})
+            out.append(
+                {
+                    "topology": "fattree",
+                    "k": 4,
+                    "workload": "permutation",
+                    "size_bytes": size,
+                    "load": 1.0,
+                    "cell_failure": 0.0,
+                    "cell_payload": 4096,
+                    "cell_label": scheme,
+                    "seed": seed,
+                    "max_queue_pkts": q,
+                    "cct_increase": q / size * 1e4,
+                    "utilisation": 0.99,
+                    "fidelity_valid": True,
+                }
+            )
     return pd.DataFrame(out)
 
 
@@ -114,11 +128,34 @@ def test_every_paper_figure_has_valid_matrices() -> None:
     for name in ("fig3", "fig4"):  # every scheme of the paper's Table 1 the testbed has (all but RSQ = rps)
         (m,) = figs[name].matrices("quick").values()
         (p,) = figs[name].matrices("paper").values()
-        assert set(m.schemes) == set(p.schemes) == {
-            "ecmp", "rr", "jsq", "rps", "ar", "choice", "drill", "conga", "dlb", "sglb", "reps", "drb", "ethereal",
-            "pofan:4", "ofan"}
-    assert {c.mix for c in figs["fig11"].matrices("quick")[""].cells()} == {"none", "random:0.5", "pods:0.5", "agg",
-                                                                            "edge"}
+        assert (
+            set(m.schemes)
+            == set(p.schemes)
+            == {
+                "ecmp",
+                "rr",
+                "jsq",
+                "rps",
+                "ar",
+                "choice",
+                "drill",
+                "conga",
+                "dlb",
+                "sglb",
+                "reps",
+                "drb",
+                "ethereal",
+                "pofan:4",
+                "ofan",
+            }
+        )
+    assert {c.mix for c in figs["fig11"].matrices("quick")[""].cells()} == {
+        "none",
+        "random:0.5",
+        "pods:0.5",
+        "agg",
+        "edge",
+    }
 
 
 def test_paper_list_reads_in_80_columns() -> None:

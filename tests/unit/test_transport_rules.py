@@ -12,32 +12,84 @@ from typing import Any
 import pytest
 
 TRAFFIC = Path(__file__).resolve().parents[2] / "traffic"
-R = {"increase": 0, "decrease": 1, "held": 2, "fair": 3, "prop": 4, "fast": 5, "nochange": 6, "loss": 7,
-     "rto": 8, "quick": 9}
+R = {
+    "increase": 0,
+    "decrease": 1,
+    "held": 2,
+    "fair": 3,
+    "prop": 4,
+    "fast": 5,
+    "nochange": 6,
+    "loss": 7,
+    "rto": 8,
+    "quick": 9,
+}
 DCTCP, SWIFT, NSCC = 1, 2, 3
 US = 1000
 
 
 class Params(ct.Structure):
-    _fields_ = [("kind", ct.c_int)] + [(n, ct.c_double) for n in (
-        "base_rtt_ns", "init_cwnd", "min_cwnd", "max_cwnd", "dctcp_g", "swift_target_ns", "swift_ai", "swift_beta",
-        "swift_max_mdf", "nscc_target_ns", "nscc_alpha", "nscc_fi", "nscc_eta", "nscc_gamma", "nscc_fi_scale",
-        "nscc_ewma", "nscc_fast_ns")]
+    _fields_ = [("kind", ct.c_int)] + [
+        (n, ct.c_double)
+        for n in (
+            "base_rtt_ns",
+            "init_cwnd",
+            "min_cwnd",
+            "max_cwnd",
+            "dctcp_g",
+            "swift_target_ns",
+            "swift_ai",
+            "swift_beta",
+            "swift_max_mdf",
+            "nscc_target_ns",
+            "nscc_alpha",
+            "nscc_fi",
+            "nscc_eta",
+            "nscc_gamma",
+            "nscc_fi_scale",
+            "nscc_ewma",
+            "nscc_fast_ns",
+        )
+    ]
 
 
 class Cca(ct.Structure):
-    _fields_ = [("cwnd", ct.c_double), ("srtt_ns", ct.c_double), ("alpha", ct.c_double),
-                ("win_acked", ct.c_uint32), ("win_marked", ct.c_uint32), ("win_start_ns", ct.c_uint64),
-                ("last_cut_ns", ct.c_uint64), ("avg_delay_ns", ct.c_double), ("inc", ct.c_double),
-                ("last_eta_ns", ct.c_uint64), ("fast_since_ns", ct.c_uint64), ("epoch_start_ns", ct.c_uint64),
-                ("epoch_acked", ct.c_uint32), ("last_epoch_acked", ct.c_uint32), ("fast_ok", ct.c_int)]
+    _fields_ = [
+        ("cwnd", ct.c_double),
+        ("srtt_ns", ct.c_double),
+        ("alpha", ct.c_double),
+        ("win_acked", ct.c_uint32),
+        ("win_marked", ct.c_uint32),
+        ("win_start_ns", ct.c_uint64),
+        ("last_cut_ns", ct.c_uint64),
+        ("avg_delay_ns", ct.c_double),
+        ("inc", ct.c_double),
+        ("last_eta_ns", ct.c_uint64),
+        ("fast_since_ns", ct.c_uint64),
+        ("epoch_start_ns", ct.c_uint64),
+        ("epoch_acked", ct.c_uint32),
+        ("last_epoch_acked", ct.c_uint32),
+        ("fast_ok", ct.c_int),
+    ]
 
 
 @pytest.fixture(scope="module")
 def lib(tmp_path_factory: Any) -> Any:
     so = tmp_path_factory.mktemp("cc") / "libtransport.so"
-    subprocess.run(["gcc", "-O2", "-Wall", "-shared", "-fPIC", "-o", str(so), str(TRAFFIC / "cca.c"),
-                    str(TRAFFIC / "transport.c")], check=True)
+    subprocess.run(
+        [
+            "gcc",
+            "-O2",
+            "-Wall",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(so),
+            str(TRAFFIC / "cca.c"),
+            str(TRAFFIC / "transport.c"),
+        ],
+        check=True,
+    )
     lib = ct.CDLL(str(so))
     lib.cca_on_ack.argtypes = [ct.POINTER(Cca), ct.POINTER(Params), ct.c_uint64, ct.c_double, ct.c_int]
     lib.cca_init.argtypes = [ct.POINTER(Cca), ct.POINTER(Params), ct.c_uint64]
@@ -55,10 +107,26 @@ def lib(tmp_path_factory: Any) -> Any:
 
 def params(kind: int, **kw: float) -> Params:
     base = 100 * US
-    p = Params(kind=kind, base_rtt_ns=base, init_cwnd=100, min_cwnd=1, max_cwnd=150, dctcp_g=1 / 16,
-               swift_target_ns=base + 20 * US, swift_ai=1, swift_beta=0.8, swift_max_mdf=0.5, nscc_target_ns=base,
-               nscc_alpha=4 / base, nscc_fi=5, nscc_eta=0.15, nscc_gamma=0.8, nscc_fi_scale=0.25,
-               nscc_ewma=0.0125, nscc_fast_ns=base / 12)
+    p = Params(
+        kind=kind,
+        base_rtt_ns=base,
+        init_cwnd=100,
+        min_cwnd=1,
+        max_cwnd=150,
+        dctcp_g=1 / 16,
+        swift_target_ns=base + 20 * US,
+        swift_ai=1,
+        swift_beta=0.8,
+        swift_max_mdf=0.5,
+        nscc_target_ns=base,
+        nscc_alpha=4 / base,
+        nscc_fi=5,
+        nscc_eta=0.15,
+        nscc_gamma=0.8,
+        nscc_fi_scale=0.25,
+        nscc_ewma=0.0125,
+        nscc_fast_ns=base / 12,
+    )
     for k, v in kw.items():
         setattr(p, k, v)
     return p
@@ -73,8 +141,12 @@ def fresh(lib: Any, p: Params) -> Cca:
 def test_nscc_four_cases(lib: Any) -> None:
     p = params(NSCC)
     base, target = p.base_rtt_ns, p.nscc_target_ns
-    cases = {(False, True): R["fair"], (False, False): R["prop"], (True, True): R["decrease"],
-             (True, False): R["nochange"]}
+    cases = {
+        (False, True): R["fair"],
+        (False, False): R["prop"],
+        (True, True): R["decrease"],
+        (True, False): R["nochange"],
+    }
     for (ecn, above), rule in cases.items():
         c = fresh(lib, p)
         c.fast_ok = 0  # no fast increase in play
@@ -153,8 +225,24 @@ class Flow:
     def stats(self) -> dict[str, int]:
         v = (ct.c_uint64 * 10)()
         self.lib.tp_stats(self.buf, v)
-        return dict(zip(("una", "inflight", "acked", "lost", "retransmits", "fast_rtx", "rtos", "spurious",
-                         "in_recovery", "dupacks"), map(int, v), strict=False))
+        return dict(
+            zip(
+                (
+                    "una",
+                    "inflight",
+                    "acked",
+                    "lost",
+                    "retransmits",
+                    "fast_rtx",
+                    "rtos",
+                    "spurious",
+                    "in_recovery",
+                    "dupacks",
+                ),
+                map(int, v),
+                strict=False,
+            )
+        )
 
 
 def test_duplicate_ack_threshold_and_new_reno(lib: Any) -> None:

@@ -8,8 +8,9 @@ from traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
 from traffic.workloads import WorkloadError, WorkloadSpec
 
 
-@pytest.mark.parametrize("text,bps", [("100mbit", 10**8), ("1gbit", 10**9), ("500kbit", 5 * 10**5),
-                                      ("2.5Mbit", 2_500_000), ("1000", 1000)])
+@pytest.mark.parametrize(
+    "text,bps", [("100mbit", 10**8), ("1gbit", 10**9), ("500kbit", 5 * 10**5), ("2.5Mbit", 2_500_000), ("1000", 1000)]
+)
 def test_parse_rate(text: str, bps: int) -> None:
     assert parse_rate(text) == bps
 
@@ -96,8 +97,9 @@ def test_serving_order(name: str) -> None:
         WorkloadSpec(name, 4096, order="random")
 
 
-@pytest.mark.parametrize("name,param,step", [("ring", {"gpus_per_server": 8}, 8),
-                                             ("stride", {}, 4), ("stride", {"stride": 5}, 5)])
+@pytest.mark.parametrize(
+    "name,param,step", [("ring", {"gpus_per_server": 8}, 8), ("stride", {}, 4), ("stride", {"stride": 5}, 5)]
+)
 def test_ring_and_stride(name: str, param: dict[str, int], step: int) -> None:
     flows = workloads.make_spec(WorkloadSpec(name, 4096, **param), 16, 4)  # type: ignore[arg-type]
     assert [(f.src, f.dst) for f in flows] == [(i, (i + step) % 16) for i in range(16)]
@@ -115,14 +117,14 @@ def test_fsdp_is_a_chained_pass_over_servers_placed_at_random() -> None:
         assert steps == 2 * 2 * (n // g - 1) and len(flows) == steps * n
         by_fid = {f.fid: f for f in flows}
         for t in range(steps):
-            step = flows[t * n:(t + 1) * n]
+            step = flows[t * n : (t + 1) * n]
             assert sorted(f.src for f in step) == sorted(f.dst for f in step) == list(range(n))
             assert all(f.src % g == f.dst % g and f.src // g != f.dst // g for f in step)
             for f in step:  # each waits for the flow that brought its source the input of this step
                 assert (f.after == 0) == (t == 0)
                 if t:
                     assert by_fid[f.after].dst == f.src and by_fid[f.after].fid < f.fid
-        assert [(f.src, f.dst) for f in flows[:n]] == [(f.src, f.dst) for f in flows[n:2 * n]]  # the same ring
+        assert [(f.src, f.dst) for f in flows[:n]] == [(f.src, f.dst) for f in flows[n : 2 * n]]  # the same ring
         placed.append({(f.src, f.dst) for f in flows[:n]})
     assert placed[0] != placed[1]
     assert placed[0] != {(i, (i + g) % n) for i in range(n)} or placed[1] != {(i, (i + g) % n) for i in range(n)}
@@ -154,8 +156,9 @@ def test_a_chain_bounds_the_cct_by_its_steps() -> None:
     assert metrics.cct_lower_bound_s(unchained, pk, rate, rate, burst, shift_s=shift) < chain
 
 
-@pytest.mark.parametrize(("n", "g", "eplb", "skew"), [(16, 4, False, 1.48), (16, 4, True, 1.13),
-                                                     (128, 8, False, 1.48), (128, 8, True, 1.13)])
+@pytest.mark.parametrize(
+    ("n", "g", "eplb", "skew"), [(16, 4, False, 1.48), (16, 4, True, 1.13), (128, 8, False, 1.48), (128, 8, True, 1.13)]
+)
 def test_moe_dispatch_shows_the_requested_skew(n: int, g: int, eplb: bool, skew: float) -> None:
     """The hierarchical dispatch (section 6.6) at its default skews, the paper's: over 10 seeds the busiest GPU
     receives the requested multiple of the mean within 2 %; every flow goes to the sender's same-rank peer on
@@ -194,8 +197,9 @@ def test_moe_from_files(tmp_path: object) -> None:
     (d / "m.csv").write_text("\n".join(",".join(str(v) for v in row) for row in m.tolist()))
     for f in ("m.npy", "m.csv"):
         flows = workloads.make_spec(WorkloadSpec("moe", 0, matrix=str(d / f)), 4, 1)
-        assert {(x.src, x.dst): x.size_bytes for x in flows} == {(s, t): int(m[s][t]) for s in range(4)
-                                                                for t in range(4) if s != t and m[s][t] > 0}
+        assert {(x.src, x.dst): x.size_bytes for x in flows} == {
+            (s, t): int(m[s][t]) for s in range(4) for t in range(4) if s != t and m[s][t] > 0
+        }
     with pytest.raises(workloads.WorkloadError, match="5 x 5"):
         workloads.make_spec(WorkloadSpec("moe", 0, matrix=str(d / "m.npy")), 5, 1)
 
@@ -208,8 +212,16 @@ def test_incast() -> None:
     assert all(f.src != f.dst for f in flows)
 
 
-@pytest.mark.parametrize("name,kw", [("allreduce", {}), ("incast", {"fan_in": 16}), ("incast", {"fan_in": 0}),
-                                     ("ring", {"gpus_per_server": 16}), ("moe", {"skew": 0.5})])
+@pytest.mark.parametrize(
+    "name,kw",
+    [
+        ("allreduce", {}),
+        ("incast", {"fan_in": 16}),
+        ("incast", {"fan_in": 0}),
+        ("ring", {"gpus_per_server": 16}),
+        ("moe", {"skew": 0.5}),
+    ],
+)
 def test_bad_workloads(name: str, kw: dict[str, float]) -> None:
     with pytest.raises(workloads.WorkloadError):
         workloads.make_spec(WorkloadSpec(name, 1000, **kw), 16, 4)  # type: ignore[arg-type]

@@ -113,8 +113,9 @@ def test_packets_lost_without_a_counter(fab: Fabric) -> None:
 def test_one_cpu_kept_busy(fab: Fabric) -> None:
     cpu = max(os.sched_getaffinity(0))
     spin = subprocess.Popen(
-        [sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {cpu})
-    )  # noqa: PLW1509 - no thread of ours runs yet
+        [sys.executable, "-c", "while True: pass"],
+        preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),  # noqa: PLW1509 - no thread of ours runs yet
+    )
     try:
         f = _run(fab)
     finally:

@@ -122,7 +122,12 @@ def set_ar_thresholds(maps: Maps, thresholds: tuple[int, ...]) -> None:
 
 
 def ar_thresholds(maps: Maps) -> tuple[int, ...]:
-    return tuple(int(maps.ar_thresh.get(i).value) for i in range(3))
+    out = []
+    for i in range(3):
+        t = maps.ar_thresh.get(i)
+        assert t is not None  # an array map: every index below its size exists
+        out.append(int(t.value))
+    return tuple(out)
 
 
 def n_keys(tree: FatTree, level: Level) -> int:
@@ -147,6 +152,7 @@ def reset_state(maps: Maps, tree: FatTree, seed: int, switches: list[str] | None
         if switches is not None and sw.name not in switches:
             continue
         cfg = maps.switch_cfg.get(sw.nid)
+        assert cfg is not None  # an array map: every switch id has an entry
         cfg.seed = rng.getrandbits(32)
         maps.switch_cfg.set(sw.nid, cfg)
         nk = n_keys(tree, sw.level)
@@ -184,6 +190,7 @@ def write_lb_cfg(maps: Maps, st: sampled.Settings) -> None:
 def set_sampled_active(maps: Maps, tree: FatTree) -> int:
     """lb_cfg.active from the schemes the switches run now: the timers of the sampled schemes in use."""
     cfg = maps.lb_cfg.get(0)
+    assert cfg is not None  # an array map of one entry
     cfg.active = sampled.active_bits([c.scheme for c in current_schemes(maps, tree).values()])
     maps.lb_cfg.set(0, cfg)
     return int(cfg.active)
@@ -211,9 +218,11 @@ def apply_schemes(maps: Maps, tree: FatTree, assignment: dict[str, schemes.Schem
     attached). Returns how long the writes took, in seconds: after the last
     write returns, every packet the switches process uses the new scheme."""
     by_name = tree.by_name
-    cfgs = {}
+    cfgs: dict[str, SwitchCfg] = {}
     for name in assignment:
-        cfgs[name] = maps.switch_cfg.get(by_name[name].nid)
+        cfg = maps.switch_cfg.get(by_name[name].nid)
+        assert cfg is not None  # an array map: every switch id has an entry
+        cfgs[name] = cfg
     t0 = time.perf_counter()
     for name, sc in assignment.items():
         cfg = cfgs[name]
@@ -229,6 +238,7 @@ def current_schemes(maps: Maps, tree: FatTree) -> dict[str, schemes.SchemeConfig
     out = {}
     for sw in lb_switches(tree):
         cfg = maps.switch_cfg.get(sw.nid)
+        assert cfg is not None  # an array map: every switch id has an entry
         out[sw.name] = schemes.SchemeConfig(Scheme(cfg.scheme), cfg.pipe_size)
     return out
 

@@ -141,12 +141,14 @@ class RunParams:
 
     def sampled(self) -> SampledParams:
         try:
+            load_lo, load_hi = self.load_band  # as tuple() did, any two-item sequence becomes a pair
+            queue_lo, queue_hi = self.queue_band
             return SampledParams(
                 self.sample_pkts,
                 self.flood_pkts,
                 self.dre_pkts,
-                tuple(self.load_band),
-                tuple(self.queue_band),
+                (load_lo, load_hi),
+                (queue_lo, queue_hi),
                 self.drill_d,
                 self.drill_m,
             )

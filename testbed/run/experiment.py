@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -866,6 +866,18 @@ def _paths(tree: FatTree, flows: list[Flow]) -> dict[int, int]:
     return {f.fid: n_paths(f.src // hpe == f.dst // hpe, f.src // hpp == f.dst // hpp, tree.w) for f in flows}
 
 
+class _TransportArgs(TypedDict, total=False):
+    """Senders' keyword arguments of a run with its transport on (none with it off)."""
+
+    transport: Transport
+    paths: dict[int, int]
+    base_rtts_ns: dict[int, int] | None
+    reps: RepsFreeze | None
+    after_ns: dict[int, int] | None
+    trace_path: str
+    ring_path: str
+
+
 def _send(
     fab: Fabric,
     flows: list[Flow],
@@ -898,7 +910,7 @@ def _send(
             if reps
             else None
         )
-        transport = (
+        transport: _TransportArgs = (
             {
                 "transport": tp,
                 "paths": _paths(fab.tree, flows),

@@ -93,7 +93,7 @@ def probe(address: str, timeout_s: float = PROBE_S) -> None:
     host, sep, port = hostport.rpartition(":")
     if not sep or not port.isdigit() or not host:
         raise RunError(f"cluster address {address!r}: expected HOST:PORT, ray://HOST:PORT or auto")
-    result: list[BaseException | None] = []
+    result: list[OSError | None] = []
 
     def connect() -> None:
         try:

@@ -279,7 +279,7 @@ def moe_dispatch(
             cross = sorted((abs(i - 15), i) for i in range(len(xs) - 1) if (vs[i] - skew) * (vs[i + 1] - skew) <= 0)
             if cross:
                 i = cross[0][1]
-                beta = bisect(functools.partial(skew_at, p=placed), xs[i], xs[i + 1])
+                beta = bisect(functools.partial(skew_at, placed=placed), xs[i], xs[i + 1])
                 break
         else:
             raise WorkloadError(f"no EPLB placement of {n} GPUs in servers of {g} shows a skew of {skew:g}")

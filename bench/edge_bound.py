@@ -16,7 +16,8 @@ import sys
 from testbed.fabric.budget import auto_rate_bps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run_valid
+from testbed.run.experiment import run_valid
+from testbed.run.params import RunParams
 from testbed.topology import FatTree
 from testbed.topology.units import parse_seeds, parse_size
 

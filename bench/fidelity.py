@@ -35,7 +35,8 @@ from typing import Any
 from testbed.fabric.budget import round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import FatTree
 from testbed.topology.units import parse_ints, parse_seeds, parse_size
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD

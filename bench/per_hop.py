@@ -49,7 +49,8 @@ from typing import Any
 from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import FatTree
 from testbed.topology.units import format_rate, parse_seeds, parse_size
 

@@ -32,7 +32,8 @@ from testbed.fabric import build
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
 from testbed.run import experiment
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology.units import parse_rate, parse_seeds
 from traffic import sender
 

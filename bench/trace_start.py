@@ -32,7 +32,8 @@ from bcc import BPF  # type: ignore[import-untyped]
 from testbed.dataplane.compile import QDISC_WATCHDOG_SYMBOL, kernel_symbol
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology.units import parse_rate, parse_size
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 

@@ -98,7 +98,8 @@ def test_all_pairs_ping_k6(scheme: Scheme) -> None:
 
 @pytest.mark.parametrize("k", [4, 8])
 def test_leaf_spine_forwards_and_balances(k: int) -> None:
-    from testbed.run.experiment import RunParams, run
+    from testbed.run.experiment import run
+    from testbed.run.params import RunParams
 
     with Fabric(FabricSpec(k=k, prefix=f"tls{k}", topology="leafspine", rate_bps=20_000_000)) as fab:
         n = fab.tree.n_hosts

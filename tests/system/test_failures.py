@@ -18,7 +18,8 @@ from testbed.fabric.reach import all_pairs
 from testbed.models import control
 from testbed.models.schemes import Scheme
 from testbed.run import faults
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import FatTree
 
 from .helpers import cli, leftovers

@@ -17,7 +17,8 @@ from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import collector
 from testbed.models import control
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import FatTree, Level
 
 from .helpers import TIMING_RATE_BPS, capture, drain

@@ -13,7 +13,8 @@ import pytest
 
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 
 from .helpers import TIMING_RATE_BPS, slow_uplink
 

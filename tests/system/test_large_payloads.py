@@ -11,7 +11,8 @@ import pytest
 
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.run.sweep import Matrix
 
 from .helpers import TIMING_RATE_BPS

@@ -18,7 +18,8 @@ import pytest
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models import control
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import Stage
 from testbed.topology.timebase import NONE
 from traffic.packet import Packetizer

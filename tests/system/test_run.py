@@ -17,7 +17,8 @@ import pytest
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure.fidelity import TIMING_EXCESS_MAX
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 
 from .helpers import TIMING_RATE_BPS
 

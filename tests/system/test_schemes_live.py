@@ -16,7 +16,8 @@ from testbed.dataplane import switches
 from testbed.dataplane.maps import Maps
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 
 from .helpers import cli, leftovers
 

@@ -15,7 +15,8 @@ from testbed.dataplane.compile import Dims
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models import sampled
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from testbed.topology import Level
 from traffic.packet import Packetizer
 

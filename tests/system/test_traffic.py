@@ -18,7 +18,8 @@ import pytest
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 
 from .helpers import TIMING_RATE_BPS, capture, cli, drain, require_valid
 

@@ -17,7 +17,8 @@ import pytest
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.measure import results
 from testbed.models.schemes import Scheme
-from testbed.run.experiment import RunParams, run
+from testbed.run.experiment import run
+from testbed.run.params import RunParams
 from traffic.packet import ACK_FRAME_BYTES, OPCODE_RC_ACK, Packetizer
 from traffic.transport import SWIFT_TARGET_Q_PKTS
 

@@ -8,15 +8,25 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any
+from typing import Any, TypeVar
 
 from testbed.dataplane import switches
 from testbed.dataplane.compile import Compiled, Dims
-from testbed.dataplane.maps import Maps, pin_dir, unpin
+from testbed.dataplane.maps import MapHandle, Maps, pin_dir, unpin
 from testbed.fabric import netns, state
 from testbed.topology import FatTree
 
 ETH_P_ALL = 0x0003
+
+V = TypeVar("V")
+
+
+def entry(m: MapHandle[Any, V], key: int) -> V:
+    """Entry `key` of a map, one the test knows exists (an array map's index below its size, or one just
+    written): MapHandle.get's None is a failure here."""
+    v = m.get(key)
+    assert v is not None, f"no entry {key} in the map"
+    return v
 
 
 def leftovers(prefix: str) -> list[str]:
@@ -42,7 +52,7 @@ def leftovers(prefix: str) -> list[str]:
     return out
 
 
-def cli(*args: str, timeout: float = 300, cwd: object = None) -> subprocess.CompletedProcess[str]:
+def cli(*args: str, timeout: float = 300, cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "testbed.cli", *args],
         capture_output=True,
@@ -77,7 +87,7 @@ def capture(ns: str, ifname: str) -> socket.socket:
 
 def drain(s: socket.socket) -> list[tuple[bytes, int]]:
     """Every frame captured so far, with its packet type (socket.PACKET_OUTGOING for the port's own)."""
-    out = []
+    out: list[tuple[bytes, int]] = []
     while True:
         try:
             data, addr = s.recvfrom(65536)

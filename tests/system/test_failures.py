@@ -22,7 +22,7 @@ from testbed.run.experiment import run
 from testbed.run.params import RunParams
 from testbed.topology import FatTree
 
-from .helpers import cli, leftovers
+from .helpers import cli, entry, leftovers
 
 pytestmark = pytest.mark.root
 
@@ -43,8 +43,8 @@ def _masks_and_routes(fab: Fabric) -> tuple[dict[tuple[int, int], int], dict[tup
     assert maps is not None
     nk = Dims.of(tree).n_keys
     fresh = control.routing(tree, faults.current_failed(tree))
-    masks = {key: int(maps.uplink_mask.get(key[0] * nk + key[1]).value) for key in fresh.masks}
-    routes = {key: int(maps.downlinks.get(key[0] * tree.k + key[1]).value) for key in fresh.downlinks}
+    masks = {key: int(entry(maps.uplink_mask, key[0] * nk + key[1]).value) for key in fresh.masks}
+    routes = {key: int(entry(maps.downlinks, key[0] * tree.k + key[1]).value) for key in fresh.downlinks}
     return masks, routes
 
 

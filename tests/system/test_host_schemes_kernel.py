@@ -34,7 +34,7 @@ from testbed.models.host import HostDecision, RepsState
 from testbed.models.schemes import Scheme
 from testbed.topology import FatTree, Node
 
-from .helpers import loaded_program
+from .helpers import entry, loaded_program
 
 pytestmark = pytest.mark.root
 
@@ -152,7 +152,7 @@ def egress_case(
     assert rv == 0
     port = struct.unpack("!H", data[34:36])[0]
     assert port == (out.cb[4] or sport)
-    kernel = (out.cb[4], int(maps.drb_ptr.get(flow * decisions.N_CLASSES + cls).value), py_reps(maps.reps.get(flow)))
+    kernel = (out.cb[4], int(entry(maps.drb_ptr, flow * decisions.N_CLASSES + cls).value), py_reps(entry(maps.reps, flow)))
 
     x = HostDecision(scheme, tree.w, is_ack, psn, mask, between, e_s == e_d, pointer, reps, draw)
     m = host_models.decide(x)
@@ -185,7 +185,7 @@ def test_reps_recycles_unmarked_acks(h: Harness) -> None:
             h.compiled.fds["host_ingress"], roce(tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff()
         )
         assert rv == 4  # TC_ACT_STOLEN: an ACK ends at its sender's NIC
-        mismatches += py_reps(maps.reps.get(flow)) != host_models.reps_recycle(st, ev, marked)
+        mismatches += py_reps(entry(maps.reps, flow)) != host_models.reps_recycle(st, ev, marked)
     assert mismatches == 0
 
 
@@ -226,13 +226,13 @@ def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:
     t0 = time.monotonic()
     for ev in (0xA001, 0xA002, 0xA003):
         _reps_ack(h, src, dst, flow, ev)
-    assert maps.reps_cursor.get(line).head - maps.reps_cursor.get(line).tail == 3  # waiting in the line
+    assert entry(maps.reps_cursor, line).head - entry(maps.reps_cursor, line).tail == 3  # waiting in the line
     taken = _reps_send(h, src, dst, flow, fresh)
     if time.monotonic() - t0 < 2 * links * prop_ns / 1e9:  # (a slow machine may have passed the ready time)
-        assert taken == fresh and py_reps(maps.reps.get(flow)).count == 0
+        assert taken == fresh and py_reps(entry(maps.reps, flow)).count == 0
     time.sleep(2 * links * prop_ns / 1e9 + 0.005)
     assert [_reps_send(h, src, dst, flow, fresh) for _ in range(4)] == [0xA001, 0xA002, 0xA003, fresh]
-    assert maps.reps_cursor.get(line).tail == maps.reps_cursor.get(line).head
+    assert entry(maps.reps_cursor, line).tail == entry(maps.reps_cursor, line).head
 
     # a full line: REPS_DELAY_SLOTS + 5 ACKs before any is usable; the 5 oldest are overwritten, never applied
     reset_host_state(maps, tree, 1, 64)
@@ -245,9 +245,9 @@ def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:
     time.sleep(2 * links * prop_ns / 1e9 + 0.005)
     for _ in range(REPS_DELAY_SLOTS):  # each send applies up to REPS_DRAIN_MAX ready entries, then takes one
         _reps_send(h, src, dst, flow, fresh)
-    assert maps.reps_cursor.get(line).tail == maps.reps_cursor.get(line).head
-    assert int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + HLB_DELAY_LOST).value) == 5
-    st = py_reps(maps.reps.get(flow))
+    assert entry(maps.reps_cursor, line).tail == entry(maps.reps_cursor, line).head
+    assert int(entry(maps.host_lb_cnt, src.nid * HOST_LB_COUNTERS + HLB_DELAY_LOST).value) == 5
+    st = py_reps(entry(maps.reps, flow))
     assert 0xB000 + 4 not in st.ev  # an overwritten entry never reaches the buffer
     set_cfg(maps)
 
@@ -272,15 +272,15 @@ def test_reps_freezing_cycles_the_stored_entropies_then_explores(h: Harness) -> 
     maps.reps.set(flow, st)
     taken = [_reps_send(h, src, dst, flow, fresh) for _ in range(10)]
     assert taken == [0xE000 + i % 8 for i in range(10)]  # in order, invalid slots included, wrapping
-    cnt = [int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + i).value) for i in (HLB_FROZEN, HLB_FREEZES)]
+    cnt = [int(entry(maps.host_lb_cnt, src.nid * HOST_LB_COUNTERS + i).value) for i in (HLB_FROZEN, HLB_FREEZES)]
     assert cnt == [10, 1]
     time.sleep(0.21)
     _reps_ack(h, src, dst, flow, 0xF000)  # the freeze is over: cleared, exploring, and this entropy recycled
-    after = maps.reps.get(flow)
+    after = entry(maps.reps, flow)
     assert after.frozen_until == 0 and after.explore == 16 and py_reps(after).count == 1
     taken = [_reps_send(h, src, dst, flow, fresh) for _ in range(17)]
     assert taken == [fresh] * 16 + [0xF000]
-    assert int(maps.host_lb_cnt.get(src.nid * HOST_LB_COUNTERS + HLB_EXPLORE).value) == 16
+    assert int(entry(maps.host_lb_cnt, src.nid * HOST_LB_COUNTERS + HLB_EXPLORE).value) == 16
     set_cfg(maps)
 
 
@@ -327,7 +327,7 @@ def test_ce_marks_only_above_the_threshold(h: Harness, unit: str) -> None:
             marked = data[15] & 3 == 3
             joined = queued + 1  # the queue the packet joins, itself included
             assert marked == (ect and joined > n), (unit, queued, tos)
-            assert int(maps.port_q.get(out).ecn_marked) == int(marked)
+            assert int(entry(maps.port_q, out).ecn_marked) == int(marked)
     set_cfg(maps, ecn_unit=ECN_BYTES, ecn_thresh=0)  # threshold 0: every ECN-capable packet
     maps.port_q.set(out, PortQ())
     _, _, data = prog_test_run_data(

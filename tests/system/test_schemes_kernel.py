@@ -27,7 +27,7 @@ from testbed.models.decisions import Decision, SampledInputs
 from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
 
-from .helpers import loaded_program
+from .helpers import entry, loaded_program
 
 pytestmark = pytest.mark.root
 
@@ -61,7 +61,7 @@ def h(request: pytest.FixtureRequest) -> Iterator[Harness]:
 
 
 def ip_checksum(hdr: bytes) -> int:
-    s = sum(struct.unpack("!10H", hdr))
+    s: int = sum(struct.unpack("!10H", hdr))
     s = (s & 0xFFFF) + (s >> 16)
     s = (s & 0xFFFF) + (s >> 16)
     return ~s & 0xFFFF
@@ -87,7 +87,7 @@ def packet(tree: FatTree, src: Node, dst: Node, frame_len: int, sport: int, ip_i
 
 
 @functools.cache
-def _upward(tree: FatTree) -> list[tuple[Node, list[Port], list[Node], list[tuple[Node, int]], int]]:
+def _upward(tree: FatTree) -> list[tuple[Node, tuple[Port, ...], list[Node], list[tuple[Node, int]], int]]:
     """Per switch with uplinks: its downlinks, the hosts below it, the destinations it must send up to
     (with their destination key), and its number of keys."""
     out = []
@@ -215,14 +215,14 @@ def check_conga_hop(
     (written at an edge switch, CE raised at an aggregation switch), its checksum still right."""
     tree, maps = hs.tree, hs.maps
     x = st.inputs
-    assert int(maps.lb_port.get(ups[slot].ifindex).dre) == x.dre[slot] + frame_len
+    assert int(entry(maps.lb_port, ups[slot].ifindex).dre) == x.dre[slot] + frame_len
     m = sampled.conga_metric(x.dre[slot] + frame_len, x.ctau)
     ip = out_pkt[14:34]
     (ip_id,) = struct.unpack("!H", ip[4:6])
     if sw.level is Level.EDGE:
         ptr, fm, fe = st.fb
         want = sampled.conga_header(slot, m, ptr % tree.w, sampled.conga_aged(fm, fe, x.epoch, CONGA_AGE))
-        assert int(maps.conga_fb_ptr.get(tree.edge_global(sw) * tree.n_edges + dst_edge).value) == ptr + 1
+        assert int(entry(maps.conga_fb_ptr, tree.edge_global(sw) * tree.n_edges + dst_edge).value) == ptr + 1
     else:
         tag, ce, ft, fmet = sampled.conga_fields(st.ip_id)
         want = sampled.conga_header(tag, max(ce, m), ft, fmet)
@@ -269,7 +269,7 @@ def _run_case(
     ups = tree.uplinks(sw.name)
     local = tree.local_index(inport)
 
-    cfg = maps.switch_cfg.get(sw.nid)
+    cfg = entry(maps.switch_cfg, sw.nid)
     cfg.scheme, cfg.pipe_size, cfg.seed = int(config.scheme), config.pipe_size, rng.getrandbits(32)
     maps.switch_cfg.set(sw.nid, cfg)
     pid = decisions.pointer_id(d, n_keys, cls)
@@ -336,11 +336,11 @@ def _run_case(
 
     # state after the decision: pointers advanced once per pointer value tried
     if config.scheme is Scheme.RR:
-        assert int(maps.rr_ptr.get(sw.nid).value) == pointer + steps
+        assert int(entry(maps.rr_ptr, sw.nid).value) == pointer + steps
     if config.scheme is Scheme.OFAN:
-        assert int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
+        assert int(entry(maps.ofan_ptr, (sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
     if config.scheme is Scheme.DRILL:
-        left = tuple(int(maps.drill_mem.get(sw.nid * decisions.DRILL_M_MAX + j).value) for j in range(2))
+        left = tuple(int(entry(maps.drill_mem, sw.nid * decisions.DRILL_M_MAX + j).value) for j in range(2))
         if supplied:
             assert left == decisions.drill_port(tree.w, (mem, mem1), draws[0], draws[1], qs, valid, dm)[1], dm
         else:  # the kernel drew its own samples: the winner is remembered
@@ -469,8 +469,8 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
             nk = switches.n_keys(tree, sw.level)
             for pipe in range(tree.k):
                 base = (sw.nid * tree.k + pipe) * dims.n_ptr
-                data = [int(maps.ofan_ptr.get(base + d).value) for d in range(nk)]
-                small = [int(maps.ofan_ptr.get(base + nk + d).value) for d in range(nk)]
+                data = [int(entry(maps.ofan_ptr, base + d).value) for d in range(nk)]
+                small = [int(entry(maps.ofan_ptr, base + nk + d).value) for d in range(nk)]
                 assert all(0 <= v < w for v in data)
                 assert small == [(v + w // 2) % w for v in data]
                 snapshot += data
@@ -483,10 +483,10 @@ def test_reset_gives_fresh_pointers_with_small_class_half_a_rotation_away(h: Har
     assert firsts[0] != firsts[1]
     # the same seed gives the same state
     switches.reset_state(maps, tree, 1)
-    first_sw = [int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)]
+    first_sw = [int(entry(maps.ofan_ptr, (sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)]
     switches.reset_state(maps, tree, 1)
     assert first_sw == [
-        int(maps.ofan_ptr.get((sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)
+        int(entry(maps.ofan_ptr, (sw.nid * tree.k) * dims.n_ptr).value) for sw in switches.lb_switches(tree)
     ]
 
 
@@ -510,7 +510,7 @@ def fire(hs: Harness, sw: Node, tick: int, n: int, rng: random.Random) -> int | 
     _, out = prog_test_run(hs.fd, pkt, SkBuff(ingress_ifindex=inport.ifindex))
     if epoch_now() != epoch:
         return None
-    assert int(hs.maps.lb_epoch.get(sw.nid * sampled.LB_TICKS + tick).value) == epoch
+    assert int(entry(hs.maps.lb_epoch, sw.nid * sampled.LB_TICKS + tick).value) == epoch
     return int(out.cb[0])
 
 
@@ -547,7 +547,7 @@ def test_sampling_timer_matches_model(h: Harness) -> None:
             continue
         for p, (ps, rx, qb) in zip(ports, before, strict=False):
             want = sampled.sample_port(ps, rx, qb, n, st)
-            got = maps.lb_port.get(p.ifindex)
+            got = entry(maps.lb_port, p.ifindex)
             assert (got.last_rx, got.load, got.queue, got.quality) == (
                 want.last_rx,
                 want.load,
@@ -574,7 +574,7 @@ def test_dre_decay_timer_matches_model(h: Harness) -> None:
             continue
         for p, x in zip(ports, dres, strict=False):
             want = sampled.decay_dre(x, n, st) + (1500 if p.ifindex == out else 0)
-            assert int(maps.lb_port.get(p.ifindex).dre) == want, (sw.name, n, x)
+            assert int(entry(maps.lb_port, p.ifindex).dre) == want, (sw.name, n, x)
 
 
 def test_flood_timer_matches_model(h: Harness) -> None:
@@ -594,9 +594,9 @@ def test_flood_timer_matches_model(h: Harness) -> None:
             for slot, p in enumerate(downs):
                 cut = rng.random() < 0.2  # a withdrawn route floods the worst quality
                 maps.downlinks.set(sw.nid * tree.k + slot, 0 if cut else p.ifindex)
-                down_q.append(None if cut else int(maps.lb_port.get(p.ifindex).quality))
+                down_q.append(None if cut else int(entry(maps.lb_port, p.ifindex).quality))
             ups = () if top else tree.uplinks(sw.name)
-            up_q = [int(maps.lb_port.get(p.ifindex).quality) for p in ups]
+            up_q = [int(entry(maps.lb_port, p.ifindex).quality) for p in ups]
             masks = [rng.randrange(1 << tree.w) for _ in range(tree.pods)]
             if not top:
                 switches.set_uplink_masks(maps, tree, {(sw.nid, pod): m for pod, m in enumerate(masks)})
@@ -607,7 +607,7 @@ def test_flood_timer_matches_model(h: Harness) -> None:
             want = sampled.flood_view(
                 sw.level is Level.CORE, top, max(sw.pod, 0), tree.n_edges, tree.edges_per_pod, down_q, up_q, masks
             )
-            got = [int(maps.sglb_view.get(sw.nid * dims.n_keys + e).value) for e in range(tree.n_edges)]
+            got = [int(entry(maps.sglb_view, sw.nid * dims.n_keys + e).value) for e in range(tree.n_edges)]
             assert got == want, sw.name
     finally:
         switches.program(maps, tree)
@@ -644,8 +644,8 @@ def test_conga_destination_edge_records_ce_and_feedback(h: Harness) -> None:
             want_from[tag] = (ce, epoch)
         if ft < tree.w:
             want_to[ft] = (fm, epoch)
-        got_from = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [maps.conga_from.get(base + t)]}
-        got_to = {t: fb_newest(maps.conga_to.get(base + t)) for t in range(tree.w)}
+        got_from = {t: (e.metric, e.epoch) for t in range(tree.w) for e in [entry(maps.conga_from, base + t)]}
+        got_to = {t: fb_newest(entry(maps.conga_to, base + t)) for t in range(tree.w)}
         assert (got_from, got_to) == (want_from, want_to), hex(ip_id)
 
 
@@ -672,7 +672,7 @@ def test_conga_feedback_waits_one_round_trip(h: Harness) -> None:
         for ip_id in ids:
             prog_test_run(h.fd, packet(tree, src, dst, 1500, 4000, (7 << 11) | ip_id), SkBuff(ingress_ifindex=inport))
         t1 = time.monotonic_ns()
-        fb = maps.conga_to.get(k)
+        fb = entry(maps.conga_to, k)
         new = fb.slot[fb.head % len(fb.slot)]
         assert fb.head % len(fb.slot) == 1 and int(new.metric) == 3  # one slot opened, the second write in it
         assert t0 + 2 * links * prop_ns <= new.ready_ns <= t1 + 2 * links * prop_ns

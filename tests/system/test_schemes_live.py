@@ -19,7 +19,7 @@ from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.run.experiment import run
 from testbed.run.params import RunParams
 
-from .helpers import cli, leftovers
+from .helpers import cli, entry, leftovers
 
 pytestmark = pytest.mark.root
 
@@ -47,7 +47,7 @@ def test_every_scheme_forwards_everything(fab: Fabric, config: SchemeConfig) -> 
 
 
 def _uplink_counts(maps: Maps, n: int) -> list[int]:
-    return [int(maps.uplink_pkts.get(i).value) for i in range(n)]
+    return [int(entry(maps.uplink_pkts, i).value) for i in range(n)]
 
 
 def test_switch_scheme_during_a_run(fab: Fabric) -> None:
@@ -69,7 +69,7 @@ def test_switch_scheme_during_a_run(fab: Fabric) -> None:
         (sw, slot)
         for sw in edges
         for slot in range(tree.w)
-        if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w : (sw.nid + 1) * tree.w])
+        if during_ecmp[sw.nid * tree.w + slot] == 0 and sum(during_ecmp[sw.nid * tree.w : (sw.nid + 1) * tree.w]) != 0
     ]
     with Maps(tree.prefix) as other:  # as another process would
         apply_s = switches.apply_schemes(

@@ -20,7 +20,7 @@ from testbed.run.params import RunParams
 from testbed.topology import Level
 from traffic.packet import Packetizer
 
-from .helpers import TIMING_RATE_BPS
+from .helpers import TIMING_RATE_BPS, entry
 
 pytestmark = pytest.mark.root
 
@@ -76,20 +76,20 @@ def test_table1_schemes_deliver_a_permutation(fab: Fabric, scheme: Scheme, tmp_p
             assert timers[name] >= 0.5 * n * cct_ns / interval, (name, timers, cct_ns / interval)
     ups = [p for sw in tree.switches if sw.level is not Level.CORE for p in tree.uplinks(sw.name)]
     if scheme in (Scheme.DLB, Scheme.SGLB):  # the samples saw the uplinks carry the run
-        assert sum(1 for p in ups if maps.lb_port.get(p.ifindex).load > 0) > len(ups) // 2
+        assert sum(1 for p in ups if entry(maps.lb_port, p.ifindex).load > 0) > len(ups) // 2
     if scheme is Scheme.SGLB:  # aggregation and core switches flooded a view that is not all "best"
         d = Dims.of(tree)
         views = [
-            int(maps.sglb_view.get(sw.nid * d.n_keys + e).value)
+            int(entry(maps.sglb_view, sw.nid * d.n_keys + e).value)
             for sw in tree.switches
             if sw.level is not Level.EDGE
             for e in range(tree.n_edges)
         ]
         assert max(views) > 0
     if scheme is Scheme.CONGA:  # the DREs counted the uplinks' bytes, and feedback arrived over the ACKs
-        assert sum(1 for p in ups if maps.lb_port.get(p.ifindex).dre > 0) > len(ups) // 2
+        assert sum(1 for p in ups if entry(maps.lb_port, p.ifindex).dre > 0) > len(ups) // 2
         n = tree.n_edges
-        written = [max(sl.ready_ns for sl in maps.conga_to.get(i).slot) for i in range(n * n * tree.w)]
+        written = [max(sl.ready_ns for sl in entry(maps.conga_to, i).slot) for i in range(n * n * tree.w)]
         pairs = {i // tree.w for i, e in enumerate(written) if e}
         crossing = {
             (
@@ -138,8 +138,10 @@ def test_a_sampled_scheme_swapped_in_during_a_run_starts_its_timers(fab: Fabric)
     while sum(fab.maps.uplink_pkts.read_array(n_up)) < base + 50 and time.monotonic() < deadline:
         time.sleep(0.002)  # until the traffic flows (a 1 MB permutation at 25 Mbit/s lasts about 0.35 s)
 
+    counters = fab.maps.counters  # fab.maps asserted above: bound here, where counts() can see it narrowed
+
     def counts() -> tuple[int, int]:
-        return int(fab.maps.counters.get(CNT_LB_SAMPLES).value), int(fab.maps.counters.get(CNT_LB_FLOODS).value)
+        return int(entry(counters, CNT_LB_SAMPLES).value), int(entry(counters, CNT_LB_FLOODS).value)
 
     before = counts()
     with Maps(tree.prefix) as other:

@@ -49,9 +49,9 @@ def test_each_step_waits_for_its_input_and_the_pass_is_bounded_by_its_steps(fab:
     one_way = {f.fid: 6 * link_s for f in flows}
     assert all(stats[f.fid]["path_links"] == 6 for f in flows)
     steps = [flows[t * 16 : (t + 1) * 16] for t in range(6)]
-    kw = {"nic_burst_bytes": nic_burst_of(fab.spec, pk)}
+    nic_burst = nic_burst_of(fab.spec, pk)
     bounds = [
-        metrics.cct_lower_bound_s(s, pk, fab.spec.rate_bps, r["host_rate_bps"], fab.spec.burst, shift_s=one_way, **kw)
+        metrics.cct_lower_bound_s(s, pk, fab.spec.rate_bps, r["host_rate_bps"], fab.spec.burst, nic_burst_bytes=nic_burst, shift_s=one_way)
         for s in steps[:-1]
     ]
     bounds.append(
@@ -61,8 +61,8 @@ def test_each_step_waits_for_its_input_and_the_pass_is_bounded_by_its_steps(fab:
             fab.spec.rate_bps,
             r["host_rate_bps"],
             fab.spec.burst,
+            nic_burst_bytes=nic_burst,
             shift_s={fid: 2 * d for fid, d in one_way.items()},
-            **kw,
         )
     )
     assert r["cct_lower_bound_s"] >= sum(bounds) * (1 - 1e-9)

@@ -99,7 +99,9 @@ def test_a_killed_run_leaves_a_stale_lock_that_does_not_block(fabric: str, tmp_p
     time.sleep(0.5)  # sending
     os.kill(d.pid, signal.SIGKILL)
     d.wait()
-    assert lock.holder(p)["pid"] == d.pid  # the file still names it; the kernel has released the lock
+    holder = lock.holder(p)
+    assert holder is not None
+    assert holder["pid"] == d.pid  # the file still names it; the kernel has released the lock
     e = cli(
         "run",
         "--workload",

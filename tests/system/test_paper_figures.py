@@ -7,7 +7,9 @@ between its two ends."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, cast
 
 import pandas as pd
 import pytest
@@ -51,7 +53,9 @@ def _browser_images(page: Path, tmp: Path) -> list[str]:
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     try:
         driver.get(page.as_uri())
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        # selenium leaves get_log unannotated; it returns the WebDriver log's entries
+        get_log = cast(Callable[[str], list[dict[str, Any]]], driver.get_log)
+        assert [e for e in get_log("browser") if e["level"] == "SEVERE"] == []
         alts = []
         for img in driver.find_elements(By.TAG_NAME, "img"):
             assert driver.execute_script("return arguments[0].complete && arguments[0].naturalWidth", img) > 100

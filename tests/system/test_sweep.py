@@ -15,9 +15,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, cast
 
 import pandas as pd
 import pytest
@@ -210,7 +211,9 @@ def test_report_page_in_a_real_browser(uninterrupted: Path, tmp_path: Path) -> N
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     try:
         driver.get((uninterrupted / "report.html").as_uri())
-        errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+        # selenium leaves get_log unannotated; it returns the WebDriver log's entries
+        get_log = cast(Callable[[str], list[dict[str, Any]]], driver.get_log)
+        errors = [e for e in get_log("browser") if e["level"] == "SEVERE"]
         assert errors == []
         rows = driver.find_elements(By.CSS_SELECTOR, "table.summary tbody tr")
         assert len(rows) == 4  # 2 schemes x 2 sizes

@@ -34,7 +34,7 @@ def fab() -> Iterator[Fabric]:
         yield f
 
 
-WORKLOADS = [
+WORKLOADS: list[tuple[str, dict[str, Any]]] = [
     ("permutation", {}),
     ("permutation", {"inter_pod": True}),
     ("all-to-all", {}),

@@ -140,7 +140,8 @@ def test_edge_bound_reads_every_run_without_acks() -> None:
 
 def test_computed_claims_from_the_testbed_itself() -> None:
     empty = cl.Data("quick")
-    assert cl.c_f2_orders(empty).verdict == "agrees" and cl.c_f2_orders(empty).value >= 30
+    f2 = cl.c_f2_orders(empty)
+    assert f2.verdict == "agrees" and f2.value is not None and f2.value >= 30
     mem = cl.c_memory(empty)
     assert mem.verdict == "agrees" and mem.value == pytest.approx(2.5, abs=0.01)
     rtt = cl.c_rtt(empty)
@@ -220,7 +221,7 @@ def test_queue_model_rule_reads_fig17s_ofan_runs() -> None:
     from testbed.measure import queue_model
 
     model = queue_model.layer_means(8)
-    good = row("ofan", k=8, **{f"queue_{st}_avg_pkts": v for st, v in model.items()})
+    good = row("ofan", valid=True, k=8, **{f"queue_{st}_avg_pkts": v for st, v in model.items()})
     assert cl.c_fig18_model(data(fig17=[good, row("drb", k=8)])).verdict == "agrees"
     off = {**good, "queue_edge_agg_avg_pkts": 2 * model["edge_agg"] + 0.2}
     assert cl.c_fig18_model(data(fig17=[off])).verdict == "disagrees"

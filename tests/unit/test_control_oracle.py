@@ -66,7 +66,7 @@ class Graph:
 def failure_sets(tree: FatTree, n: int, seed: int) -> list[frozenset[str]]:
     rng = random.Random(seed)
     links = control.switch_links(tree)
-    sets = [frozenset()]
+    sets: list[frozenset[str]] = [frozenset()]
     for p in (0.1, 0.25, 0.5):
         for _ in range(n):
             sets.append(frozenset(ln.name for ln in links if rng.random() < p))

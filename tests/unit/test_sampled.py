@@ -11,8 +11,8 @@ from testbed.models.schemes import Scheme, SchemeError
 FRAME = 4154  # a 4096-byte payload's frame
 
 
-def settings(rate_bps: int = 100_000_000, **kw: float) -> Settings:
-    return sampled.settings(SampledParams(**kw), rate_bps, FRAME, 2, sampled.LB_SAMPLE)
+def settings(rate_bps: int = 100_000_000) -> Settings:
+    return sampled.settings(SampledParams(), rate_bps, FRAME, 2, sampled.LB_SAMPLE)
 
 
 def test_intervals_are_packet_times_at_any_rate() -> None:

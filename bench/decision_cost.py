@@ -25,9 +25,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from testbed.dataplane import sampled, switches
+from testbed.dataplane import switches
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.maps import Maps, SkBuff, prog_test_run_timed, unpin
+from testbed.models import sampled
 from testbed.models.schemes import Scheme, SchemeConfig, switch_schemes
 from testbed.topology import FatTree
 

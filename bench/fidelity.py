@@ -30,6 +30,8 @@ import json
 import statistics
 import sys
 import time
+from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any
 
 from testbed.fabric.budget import round_down
@@ -43,7 +45,7 @@ from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
 
 def line_rate(tree: FatTree, host_pps: int) -> int:
-    return round_down(host_pps * (DEFAULT_PAYLOAD + FRAME_OVERHEAD) * 8 / tree.n_hosts)
+    return round_down(Fraction(host_pps * (DEFAULT_PAYLOAD + FRAME_OVERHEAD) * 8, tree.n_hosts))
 
 
 def one_run(fab: Fabric, p: RunParams) -> dict[str, Any]:
@@ -86,7 +88,7 @@ def runs_until_invalid(
 
 
 def envelope(
-    topology: str, k: int, levels: list[int], seeds: list[int], size: int, schemes: list[Scheme], headroom: float
+    topology: str, k: int, levels: Sequence[int], seeds: list[int], size: int, schemes: list[Scheme], headroom: float
 ) -> dict[str, Any]:
     tree = FatTree(k, "bfid", topology)
     tried = []

@@ -184,7 +184,7 @@ def main() -> int:
     ap.add_argument("--perf", action="store_true", help="one more run per fabric, sampled by perf record")
     ap.add_argument("--arm", action="append", default=[], help="NAME:KEY=VALUE,... (repeatable)")
     a = ap.parse_args()
-    arms = [("default", {}, {})] + [parse_arm(x) for x in a.arm]
+    arms: list[tuple[str, dict[str, Any], dict[str, str]]] = [("default", {}, {})] + [parse_arm(x) for x in a.arm]
     scheme, size = Scheme.parse(a.scheme), parse_size(a.size)
     out: dict[str, Any] = {
         "scheme": scheme.label,

@@ -27,7 +27,7 @@ import threading
 from collections import Counter, defaultdict
 from typing import Any
 
-from bcc import BPF  # type: ignore[import-untyped]
+from bcc import BPF
 
 from testbed.dataplane.compile import QDISC_WATCHDOG_SYMBOL, kernel_symbol
 from testbed.fabric.build import Fabric, FabricSpec

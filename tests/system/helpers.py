@@ -52,7 +52,9 @@ def leftovers(prefix: str) -> list[str]:
     return out
 
 
-def cli(*args: str, timeout: float = 300, cwd: str | os.PathLike[str] | None = None) -> subprocess.CompletedProcess[str]:
+def cli(
+    *args: str, timeout: float = 300, cwd: str | os.PathLike[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "testbed.cli", *args],
         capture_output=True,

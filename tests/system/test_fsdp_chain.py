@@ -51,7 +51,9 @@ def test_each_step_waits_for_its_input_and_the_pass_is_bounded_by_its_steps(fab:
     steps = [flows[t * 16 : (t + 1) * 16] for t in range(6)]
     nic_burst = nic_burst_of(fab.spec, pk)
     bounds = [
-        metrics.cct_lower_bound_s(s, pk, fab.spec.rate_bps, r["host_rate_bps"], fab.spec.burst, nic_burst_bytes=nic_burst, shift_s=one_way)
+        metrics.cct_lower_bound_s(
+            s, pk, fab.spec.rate_bps, r["host_rate_bps"], fab.spec.burst, nic_burst_bytes=nic_burst, shift_s=one_way
+        )
         for s in steps[:-1]
     ]
     bounds.append(

@@ -152,7 +152,11 @@ def egress_case(
     assert rv == 0
     port = struct.unpack("!H", data[34:36])[0]
     assert port == (out.cb[4] or sport)
-    kernel = (out.cb[4], int(entry(maps.drb_ptr, flow * decisions.N_CLASSES + cls).value), py_reps(entry(maps.reps, flow)))
+    kernel = (
+        out.cb[4],
+        int(entry(maps.drb_ptr, flow * decisions.N_CLASSES + cls).value),
+        py_reps(entry(maps.reps, flow)),
+    )
 
     x = HostDecision(scheme, tree.w, is_ack, psn, mask, between, e_s == e_d, pointer, reps, draw)
     m = host_models.decide(x)

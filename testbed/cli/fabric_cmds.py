@@ -7,12 +7,12 @@ import argparse
 import json
 from typing import Any
 
-from ..dataplane import switches
+from .. import api
 from ..fabric import netns, state
 from ..fabric.build import Fabric, FabricSpec
 from ..fabric.clean import clean
 from ..fabric.errors import FabricError
-from ..models.schemes import Scheme, SchemeConfig, select_switches, switch_schemes
+from ..models.schemes import Scheme, SchemeConfig, switch_schemes
 from ..topology import FatTree
 from ..topology.units import format_rate
 from . import args
@@ -123,30 +123,18 @@ def add_scheme(sub: Any) -> None:
 
 
 def cmd_scheme(a: argparse.Namespace) -> int:
-    tree = args.attached_tree(a.prefix)
-    config = SchemeConfig(a.scheme, a.pipe_size)
-    config.validate(tree.switch_ports)
-    chosen = select_switches(tree, a.switches, a.seed)
+    args.attached_tree(a.prefix)  # one line if no fabric is up
     args.need_root()
-    with Fabric.attach(a.prefix) as fab:
-        assert fab.maps is not None
-        if a.reset_pointers:
-            switches.reset_state(fab.maps, tree, a.seed, chosen)
-        apply_s = switches.apply_schemes(fab.maps, tree, {name: config for name in chosen})
-        now = {n: c.label for n, c in switches.current_schemes(fab.maps, tree).items()}
-    out = {
-        "scheme": config.label,
-        "switches": chosen,
-        "selection": a.switches,
-        "seed": a.seed,
-        "apply_ms": apply_s * 1e3,
-        "schemes": now,
-    }
+    with api.attach(a.prefix) as fab:
+        out = fab.set_scheme(
+            a.scheme, switches=a.switches, pipe_size=a.pipe_size, seed=a.seed, reset_pointers=a.reset_pointers
+        )
+    config, chosen, now, apply_s = out["scheme"], out["switches"], out["schemes"], out["apply_ms"] / 1e3
     if a.json:
         print(json.dumps(out))
     else:
         print(
-            f"{config.label} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
+            f"{config} on {len(chosen)} of {len(now)} LB switches ({a.switches}), "
             f"applied by map writes in {apply_s * 1e3:.2f} ms"
         )
     return 0

@@ -10,11 +10,11 @@ import sys
 import time
 from typing import Any
 
+from .. import api
 from ..fabric import links, state
 from ..fabric.errors import FabricError
 from ..models import control
 from ..run import faults
-from ..run.params import RunError
 from ..topology.units import parse_duration
 from . import args
 from .args import attached_tree, need_root
@@ -100,45 +100,27 @@ def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: di
 
 
 def cmd_fail(a: argparse.Namespace) -> int:
-    tree = attached_tree(a.prefix)
-    if (a.link is None) == (a.random is None):
-        raise RunError("give either a LINK or --random P")
-    now_failed = faults.current_failed(tree)
-    if a.link is not None:
-        new = [control.parse_link(tree, a.link)]
-        if new[0].name in {ln.name for ln in now_failed}:
-            raise RunError(f"{new[0].name} is already down")
-    else:
-        new = [ln for ln in control.random_failures(tree, a.random, a.seed) if ln not in now_failed]
-        if not new:
-            print(json.dumps({"failed": [], "note": "no link drawn"}) if a.json else "no link drawn")
-            return 0
-    cut = faults.check_partition(tree, now_failed + new, a.force)
+    attached_tree(a.prefix)  # one line if no fabric is up, before anything else
     need_root()
-    ev = links.set_and_wait(tree, new, up=False)
-    _print_event(
-        a,
-        f"failed {', '.join(ln.name for ln in new)}",
-        ev,
-        {"unreachable_pairs": len(cut), "requested": [ln.name for ln in new]},
-    )
+    with api.attach(a.prefix) as fab:
+        ev = fab.fail(a.link, random=a.random, seed=a.seed, force=a.force)
+    if not ev.get("failed") and "note" in ev:
+        print(json.dumps(ev) if a.json else ev["note"])
+        return 0
+    extra = {k: ev.pop(k) for k in ("unreachable_pairs", "requested")}
+    _print_event(a, f"failed {', '.join(extra['requested'])}", ev, extra)
     return 0
 
 
 def cmd_heal(a: argparse.Namespace) -> int:
-    tree = attached_tree(a.prefix)
-    now_failed = faults.current_failed(tree)
-    if a.all == (a.link is not None):
-        raise RunError("give either a LINK or --all")
-    todo = now_failed if a.all else [control.parse_link(tree, a.link)]
-    if not a.all and todo[0].name not in {ln.name for ln in now_failed}:
-        raise RunError(f"{todo[0].name} is not down")
-    if not todo:
-        print(json.dumps({"healed": []}) if a.json else "no link is down")
-        return 0
+    attached_tree(a.prefix)
     need_root()
-    ev = links.set_and_wait(tree, todo, up=True)
-    _print_event(a, f"healed {', '.join(ln.name for ln in todo)}", ev)
+    with api.attach(a.prefix) as fab:
+        ev = fab.heal(a.link, all=a.all)
+    if "healed" in ev:
+        print(json.dumps(ev) if a.json else "no link is down")
+        return 0
+    _print_event(a, f"healed {', '.join(ev.get('links_up') or [a.link or ''])}", ev)
     return 0
 
 

@@ -9,11 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
+from traffic.packet import DEFAULT_PAYLOAD
 from traffic.workloads import ORDERS, WORKLOADS
 
+from .. import api
 from ..fabric import state
-from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
+from ..fabric.build import Fabric, FabricSpec
 from ..fabric.lock import run_lock
 from ..models.schemes import Scheme, SchemeConfig
 from ..run.params import RunError, RunParams
@@ -158,42 +159,52 @@ def _warn_if_invalid(results: list[dict[str, Any]]) -> None:
             )
 
 
-def _run_params(a: argparse.Namespace, scheme: Scheme | None) -> RunParams:
-    if a.size is None and a.workload != "cm":
-        raise RunError(f"--size is required for the {a.workload} workload")
-    tp = args.transport_params(a)
-    return RunParams(
-        a.workload,
-        a.size or 0,
-        a.load,
-        scheme,
-        a.seed,
-        a.fan_in,
-        payload=a.payload,
-        pipe_size=a.pipe_size,
-        reset_pointers=a.reset_pointers,
-        acks=a.acks,
-        inter_pod=a.inter_pod,
-        gpus_per_server=a.gpus_per_server,
-        stride=a.stride or 0,
-        matrix=a.matrix,
-        layers=a.layers,
-        steps=a.steps or 0,
-        moe_skew=a.skew,
-        eplb=a.eplb,
-        mix=a.mix,
-        mix_base=a.mix_base,
-        order=a.order,
-        events=a.events,
-        pace_rho_max=a.pace == "rho_max",
-        ecn_threshold=a.ecn_threshold,
-        buffer_ref=a.buffer_ref,
-        flows_file=a.flows,
-        cm_rate_bps=a.cm_rate,
-        propagation=a.propagation,
-        **tp,
-        **args.sampled_params(a),
-    )
+RUN_FLAGS = (
+    "load",
+    "pipe_size",
+    "seed",
+    "fan_in",
+    "inter_pod",
+    "gpus_per_server",
+    "layers",
+    "steps",
+    "stride",
+    "matrix",
+    "flows",
+    "cm_rate",
+    "skew",
+    "eplb",
+    "mix",
+    "mix_base",
+    "order",
+    "acks",
+    "propagation",
+    "payload",
+    "events",
+    "pace",
+    "ecn_threshold",
+    "buffer_ref",
+    "cc",
+    "base_rtt",
+    "base_rtt_pkts",
+    "buffer",
+    "sample_interval",
+    "flood_interval",
+    "dre_interval",
+    "load_bands",
+    "queue_bands",
+    "drill_d",
+    "drill_m",
+    "reset_pointers",
+)
+
+
+def _run_flags(a: argparse.Namespace) -> dict[str, Any]:
+    """`testbed run`'s flags as the API takes them (testbed.api.run_params)."""
+    flags = {name: getattr(a, name) for name in RUN_FLAGS}
+    flags["stride"] = a.stride or 0
+    flags["steps"] = a.steps or 0
+    return flags
 
 
 def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
@@ -208,59 +219,70 @@ def _out_dir(a: argparse.Namespace, scheme_label: str) -> Path:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from ..run.experiment import run_valid
-
-    if a.retries < 0:
-        raise RunError(f"--retries must be >= 0, got {a.retries}")
     st = state.load(a.prefix)
     scheme = a.scheme if a.scheme is not None or st is not None else Scheme.ECMP
     k = st.k if st is not None else (a.k or 4)
     if st is not None and a.k is not None and a.k != st.k:
         raise RunError(f"--k {a.k} differs from the fabric that is up (k={st.k}); testbed down first")
-    if scheme is not None:
-        SchemeConfig(scheme.switch_scheme, a.pipe_size).validate(FatTree(k).switch_ports)
-    params = _run_params(a, scheme)
+    if a.retries < 0:
+        raise RunError(f"--retries must be >= 0, got {a.retries}")
+    params = api.run_params(a.workload, a.size, scheme=scheme, **_run_flags(a))
     tree = FatTree(k, a.prefix, args.topology_of(a, st))
+    host_lb = scheme is not None and scheme.is_host
     if st is not None:
-        args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
-    params.check_fabric(tree)  # the workload and scheme must be valid on this fabric before anything is touched
+        args.check_rate_of_fabric_up(a.rate, st, tree, a.payload, params.acks, host_lb)
+        spec = FabricSpec(
+            k=st.k,
+            rate_bps=st.rate_bps,
+            prefix=a.prefix,
+            topology=st.topology,
+            mtu=st.mtu,
+            wire_overhead=st.wire_overhead,
+            ack_priority=st.ack_priority,
+        )
+    else:
+        spec = api.fabric_spec(
+            k,
+            topology=tree.kind,
+            rate=a.rate,
+            scheme=scheme or Scheme.ECMP,
+            pipe_size=a.pipe_size,
+            seed=a.seed,
+            acks=params.acks,
+            host_lb=host_lb,
+            payload=a.payload,
+            ack_priority=a.ack_priority,
+            wire_overhead=a.wire_overhead,
+            prefix=a.prefix,
+        )
+    api.check_run(tree, params, spec)  # the workload and scheme must be valid on this fabric before anything
     if st is not None and params.acks and not st.ack_priority:
         args.console(stderr=True).print(
             "[yellow]note:[/] this fabric was built without ACK priority (up without "
             "--acks): its queues serve ACKs behind data, first come first served"
         )
-    rate = (
-        st.rate_bps
-        if st is not None
-        else args.resolve_rate(a.rate, tree, a.payload, a.acks, scheme is not None and scheme.is_host)
-    )
-    params.check_propagation(tree, rate, st.wire_overhead if st is not None else a.wire_overhead)
-    if a.events:
-        from ..run.faults import parse_timeline
-
-        parse_timeline(a.events, tree)
-    if a.payload + 58 > (st.mtu if st is not None else DEFAULT_MTU) + 14:
-        raise RunError(f"payload {a.payload} does not fit the MTU; at most {DEFAULT_MTU - 44} bytes")
     out = _out_dir(a, SchemeConfig(scheme, a.pipe_size).label if scheme is not None else "current")
     args.need_root()
-    with run_lock(a.prefix, wait=a.wait):
-        if st is not None:
-            with Fabric.attach(a.prefix) as fab:
-                result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
-        else:
-            spec = FabricSpec(
-                k=k,
-                rate_bps=rate,
-                prefix=a.prefix,
-                wire_overhead=a.wire_overhead,
-                ack_priority=args.ack_priority(a, a.acks),
-                scheme=(scheme or Scheme.ECMP).switch_scheme,
-                seed=a.seed,
-                pipe_size=a.pipe_size,
-                topology=tree.kind,
-            )
-            with Fabric(spec) as fab:
-                result = run_valid(fab, params, out, attempts=a.retries + 1).to_json()
+    fabric = (
+        api.attach(a.prefix)
+        if st is not None
+        else api.build(
+            k,
+            topology=tree.kind,
+            rate=spec.rate_bps,
+            scheme=scheme or Scheme.ECMP,
+            pipe_size=a.pipe_size,
+            seed=a.seed,
+            acks=params.acks,
+            ack_priority=spec.ack_priority,
+            wire_overhead=spec.wire_overhead,
+            prefix=a.prefix,
+        )
+    )
+    with run_lock(a.prefix, wait=a.wait), fabric as fab:  # the lock before the build: it takes CPU too
+        result = fab.run(
+            a.workload, a.size, scheme=scheme, retries=a.retries, out=out, wait=a.wait, **_run_flags(a)
+        ).json()
     _print_result(a, result)
     return 0
 
@@ -438,48 +460,21 @@ def add_ideal(sub: Any) -> None:
 
 
 def cmd_ideal(a: argparse.Namespace) -> int:
-    from traffic.workloads import WorkloadSpec, make_spec
-
-    from ..models import ideal
-    from ..run.compare import parse_schemes
-
-    configs = parse_schemes(a.schemes)
-    seeds = list(a.seeds)
-    if a.start_jitter < 0:
-        raise RunError(f"--start-jitter must be >= 0, got {a.start_jitter}")
+    rows = api.ideal(
+        a.schemes,
+        seeds=a.seeds,
+        workload=a.workload,
+        size=a.size,
+        k=a.k,
+        topology=a.topology or "fattree",
+        inter_pod=a.inter_pod,
+        start_jitter=a.start_jitter,
+        order=a.order,
+        propagation=a.propagation,
+        on_row=(lambda row: print(json.dumps(row), flush=True)) if a.json else None,
+    )
     tree = FatTree(a.k, "ideal", a.topology or "fattree")
-    work = {
-        s: make_spec(WorkloadSpec(a.workload, a.size, s, inter_pod=a.inter_pod), tree.n_hosts, tree.hosts_per_pod)
-        for s in seeds
-    }
-    for c in configs:  # everything is checked before the first simulation
-        c.validate(tree.switch_ports)
-        ideal.check(c, work[seeds[0]], Packetizer())
-    if a.propagation.kind == "seconds":
-        raise RunError("the ideal fabric counts packet times: give --propagation as paper, 0 or packet times (12pkts)")
-    pk = Packetizer(wire_overhead=WIRE_EXTRA)  # the fabric's default frames
-    d = a.propagation.link_pkts(1.0, pk.wire_len(pk.payload))
-    rows = []
-    for c in configs:
-        for s in seeds:
-            r = ideal.simulate(tree, c, work[s], s, pk, start_jitter=a.start_jitter, order=a.order, propagation=d)
-            row = {
-                "scheme": c.label,
-                "seed": s,
-                "cct_increase": r.cct_increase,
-                "cct_pkts": r.cct_pkts,
-                "bound_pkts": r.bound_pkts,
-                "frames": r.frames,
-                "delivered": r.delivered,
-                "max_queue": r.max_queue,
-                "propagation_pkts": d,
-            }
-            if d > 0:  # the analytic shift of a kernel run, from the same run without propagation
-                r0 = ideal.simulate(tree, c, work[s], s, pk, start_jitter=a.start_jitter, order=a.order)
-                row["shifted_cct_increase"] = ideal.shifted_cct_pkts(tree, work[s], r0.flow_done, d) / r.bound_pkts - 1
-            rows.append(row)
-            if a.json:
-                print(json.dumps(row), flush=True)
+    d = rows[0]["propagation_pkts"] if rows else 0.0
     if not a.json:
         args.console().print(
             tables.ideal_table(

@@ -10,6 +10,7 @@ from datetime import UTC
 from pathlib import Path
 from typing import Any
 
+from .. import api
 from ..run.params import RunError
 from ..topology.units import format_rate
 from . import args
@@ -207,7 +208,7 @@ def describe(row: dict[str, Any]) -> str:
 def cmd_sweep(a: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from ..run.sweep import SweepDir, run_local
+    from ..run.sweep import SweepDir
 
     if a.retries < 0:
         raise RunError(f"--retries must be >= 0, got {a.retries}")
@@ -232,12 +233,14 @@ def cmd_sweep(a: argparse.Namespace) -> int:
             def progress(done: int, total_: int, row: dict[str, Any] | None) -> None:
                 bar.update(task, completed=done, description=describe(row) if row else "sweep")
 
-            if a.cluster is not None:
-                from ..run.cluster import run_ray
-
-                run_ray(d, "auto" if a.cluster == "ray" else a.cluster, progress)
-            else:
-                run_local(d, a.prefix, progress, wait=a.wait)
+            api.sweep_matrix(
+                m,
+                a.out,
+                cluster="auto" if a.cluster == "ray" else a.cluster,
+                prefix=a.prefix,
+                wait=a.wait,
+                progress=progress,
+            )
         args.console(stderr=True).print(f"sweep done in {time.monotonic() - t0:.0f} s")
     from .report import render
 

@@ -226,7 +226,8 @@ class Result:
     def _table(self, name: str) -> pd.DataFrame | None:
         if self.tables is None:
             return None
-        return self.tables.tables.get(name)
+        t: pd.DataFrame = getattr(self.tables, name)
+        return None if name == "windows" and t.empty else t
 
     @property
     def ports(self) -> pd.DataFrame:

@@ -459,8 +459,12 @@ def fabric_spec(
 
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises KeyboardInterrupt inside the block (main thread only), so the fabric is torn down."""
-    if threading.current_thread() is not threading.main_thread():
+    """SIGTERM raises KeyboardInterrupt inside the block (main thread only), so the fabric is torn down; a
+    handler the caller installed (the command's own) is kept."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) not in (
+        signal.SIG_DFL,
+        None,
+    ):
         yield
         return
 

@@ -66,3 +66,26 @@ def test_a_damaged_entry_is_compiled_again(tmp_path: Path, monkeypatch: pytest.M
         assert not again.from_cache
     with Compiled(dims, test_run=True) as fixed:
         assert fixed.from_cache  # the entry was rewritten by the compile
+
+
+def test_a_mirror_that_drifted_from_shared_h_fails_at_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The C-Python contract: a struct of testbed/dataplane/maps.py that no longer matches the compiled program's
+    (here port_q's mirror without its last field) is refused when the program is loaded, in one line naming the
+    map and the field; the program cache cannot hide it (the mirrors' layout is part of its key)."""
+    from testbed.dataplane import maps
+
+    class Shorter(ct.Structure):
+        _fields_ = list(maps.PortQ._fields_[:-1])
+
+    dims = Dims.of(FatTree(4, "tmc"))
+    with Compiled(dims):  # the mirrors as they are: compiled, or from the cache, and checked
+        pass
+    monkeypatch.setitem(maps.MAP_TYPES, "port_q", (ct.c_uint32, Shorter))
+    with pytest.raises(maps.LayoutError) as e:
+        Compiled(dims)
+    msg = str(e.value)
+    assert "\n" not in msg and "port_q" in msg and "bytes in the mirror" in msg, msg
+    short = maps.mirror_mismatches("x", Shorter, maps.PortQ)
+    assert short == [f"x: {ct.sizeof(Shorter)} bytes in the mirror, {ct.sizeof(maps.PortQ)} in the program"]
+    moved = type("Moved", (ct.Structure,), {"_fields_": [("bytes", ct.c_uint64), ("pkts", ct.c_uint64)]})
+    assert any("pkts at offset 8" in m for m in maps.mirror_mismatches("x", moved, maps.PortQ))

@@ -102,10 +102,19 @@ def test_fig11_runs_every_mix_between_its_ends(tmp_path: Path) -> None:
     mixed = rows[rows["cell_mix"] != "none"]
     assert (mixed["scheme"] == "mixed").all()  # half the switches each: the run says so
     v = rows[rows["fidelity_valid"].astype(bool)]
-    mean = v.groupby(["cell_label", "cell_mix"])["cct_increase"].mean()
-    lo, hi = mean[("4ofan", "none")], mean[("ar", "none")]
+    by_seed = v.pivot_table(index="seed", columns=["cell_label", "cell_mix"], values="cct_increase")
+    lo, hi = by_seed[("4ofan", "none")], by_seed[("ar", "none")]
+    # At k=4 the mixes sit about 1 point below all-AR with 1.3-2.8 points of
+    # spread between seeds (10 seeds measured on 2026-12-06: AR 5.8 %, mixes
+    # 4.8-5.1 %, all-4Ofan 0.1 %), so the upper end is judged on the paired
+    # per-seed differences: not above AR by more than two standard errors.
+    # The lower end is far apart and judged strictly, seed by seed.
     for mix in ("random:0.5", "pods:0.5", "agg", "edge"):
-        if ("4ofan", mix) in mean:
-            assert lo <= mean[("4ofan", mix)] <= hi, (mix, lo, mean[("4ofan", mix)], hi)
+        m = by_seed[("4ofan", mix)]
+        both = ~(m.isna() | lo.isna())
+        assert both.sum() >= 7, (mix, int(both.sum()))  # 10 seeds, one try each
+        assert (m[both] > lo[both]).all(), (mix, list(m[both]), list(lo[both]))
+        d = (m - hi).dropna()
+        assert d.mean() <= 2 * d.std() / len(d) ** 0.5, (mix, m.mean(), hi.mean(), list(d))
     alts = _browser_images(out / "report.html", tmp_path)
     assert any(a.startswith("Fig. 11: CCT increase with 4Ofan on half the LB switches") for a in alts), alts

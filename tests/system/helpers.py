@@ -65,15 +65,6 @@ def cli(
     )
 
 
-def require_valid(result: dict[str, Any]) -> None:
-    """A run the test claims is valid (one try, at half the machine's packet
-    budget, TIMING_RATE_BPS, where single tries were valid 39 of 40 times at
-    twice this rate): an invalid one fails the test with its reasons, never
-    skipped or retried."""
-    f = result["fidelity"]
-    assert f["valid"], "invalid run: " + "; ".join(f["reasons"])
-
-
 TIMING_RATE_BPS = 25_000_000  # k=4 at half the packet budget (docs/methods/choosing-the-rate.md: pacing error < 0.5 %)
 
 

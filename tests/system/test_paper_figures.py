@@ -112,7 +112,7 @@ def test_fig11_runs_every_mix_between_its_ends(tmp_path: Path) -> None:
     for mix in ("random:0.5", "pods:0.5", "agg", "edge"):
         m = by_seed[("4ofan", mix)]
         both = ~(m.isna() | lo.isna())
-        assert both.sum() >= 7, (mix, int(both.sum()))  # 10 seeds, one try each
+        assert both.sum() >= 7, (mix, int(both.sum()))  # 10 seeds; the sweep re-runs an invalid cell up to twice
         assert (m[both] > lo[both]).all(), (mix, list(m[both]), list(lo[both]))
         d = (m - hi).dropna()
         assert d.mean() <= 2 * d.std() / len(d) ** 0.5, (mix, m.mean(), hi.mean(), list(d))

@@ -311,6 +311,12 @@ def add_paper(sub: Any) -> None:
         help="claims: also put claims.md into PAGE between its generation markers, keeping the "
         "page's hand-written parts (docs/reproduction.md is made this way)",
     )
+    pp.add_argument(
+        "--no-run",
+        action="store_true",
+        help="claims: run nothing; judge the claims on the runs already in --out (a claim whose experiment is "
+        "not finished reads 'no data' and says how many of its runs are done)",
+    )
     args.add_propagation(pp)
     args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
     args.add_wait(pp)
@@ -356,8 +362,9 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     if a.figure == "claims":
         return cmd_claims(a)
-    if a.claims is not None or a.doc is not None:
-        raise RunError(f"{'--claims' if a.claims is not None else '--doc'} goes with 'testbed paper claims'")
+    for given, flag in ((a.claims is not None, "--claims"), (a.doc is not None, "--doc"), (a.no_run, "--no-run")):
+        if given:
+            raise RunError(f"{flag} goes with 'testbed paper claims'")
     if a.figure == "list":
         print(paper_list())
         return 0
@@ -434,7 +441,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
         f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {a.scale} "
         f"({total - pending} done already) into {out}"
     )
-    if pending:
+    if pending and not a.no_run:
         can_run(a)
     prov = provenance.describe()
     meta = {
@@ -460,6 +467,7 @@ def cmd_claims(a: argparse.Namespace) -> int:
         None if a.cluster is None else "auto" if a.cluster == "ray" else a.cluster,
         progress,
         a.wait,
+        run_missing=not a.no_run,
     )
     from rich.table import Table
 

@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -1270,11 +1271,16 @@ def matrices(scale: str, propagation: str, selected: list[Claim], rate_factor: f
     }
 
 
-def evaluate(selected: list[Claim], data: Data) -> list[dict[str, Any]]:
+def evaluate(selected: list[Claim], data: Data, incomplete: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Each claim's rule on `data`; a claim reading an experiment named in `incomplete` (its runs not all done,
+    and none run: `--no-run`) is not judged on part of its runs: it reads "no data" and says what is missing."""
     out = []
     for c in selected:
+        missing = [f"{n} ({incomplete[n]})" for n in needed([c]) if incomplete and n in incomplete]
         if c.check is None:
             o = Outcome("pending", None, None, "", "", f"needs {c.needs}")
+        elif missing:
+            o = Outcome("no data", None, None, "", "", "not run to the end: " + ", ".join(missing))
         else:
             try:
                 o = c.check(data)
@@ -1410,21 +1416,31 @@ def run(
     cluster: str | None = None,
     progress: Callable[[str, int, int, dict[str, Any] | None], None] | None = None,
     wait: bool = False,
+    run_missing: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every experiment the selected claims need (what is done already is kept: resumable), then every rule;
-    writes claims.json and claims.md and returns the claims' results."""
+    """Every experiment the selected claims need (what is done already is kept: resumable; with `run_missing`
+    False none is run and a claim whose experiment is unfinished reads "no data"), then every rule; writes
+    claims.json and claims.md and returns the claims' results. The wall time adds up over invocations, an
+    interrupted one's included up to its last finished run."""
     from .sweep import run_local
 
     mats = matrices(scale, propagation, selected, rate_factor)
     dirs = sweep_dirs(out_dir, mats)
+    previous = _previous_wall_s(out_dir)
     t0 = time.monotonic()
+    incomplete = {
+        n: f"{len(d.matrix.cells()) - len(d.pending())} of {len(d.matrix.cells())} runs"
+        for n, d in dirs.items()
+        if d.pending()
+    }
     for name, d in dirs.items():
 
         def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
+            _record_wall_s(out_dir, previous + time.monotonic() - t0)
             if progress is not None:
                 progress(name, done, total, row)
 
-        if not d.pending():
+        if not run_missing or not d.pending():
             continue
         if cluster is not None:
             from .cluster import run_ray
@@ -1432,8 +1448,9 @@ def run(
             run_ray(d, cluster, each)
         else:
             run_local(d, prefix, each, wait=wait)
-    previous = _previous_wall_s(out_dir)
-    results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))))
+    results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))), None if run_missing else incomplete)
+    wall_s = previous + time.monotonic() - t0
+    _record_wall_s(out_dir, wall_s)
     write(
         out_dir,
         results,
@@ -1442,16 +1459,28 @@ def run(
             "scale": scale,
             "propagation": propagation,
             "rate_factor": rate_factor,
-            "wall_s": previous + time.monotonic() - t0,
+            "wall_s": wall_s,
             "experiments": {n: m.to_json() for n, m in mats.items()},
         },
     )
     return results
 
 
+WALL = "wall.json"  # the wall time so far, rewritten after every run: an interrupted invocation keeps its time
+
+
 def _previous_wall_s(out_dir: Path) -> float:
     """The wall time of earlier invocations on this directory (a resumed check adds to it)."""
-    try:
-        return float(json.loads((out_dir / "claims.json").read_text()).get("wall_s", 0.0))
-    except (FileNotFoundError, ValueError):
-        return 0.0
+    for name in (WALL, "claims.json"):
+        try:
+            return float(json.loads((out_dir / name).read_text()).get("wall_s", 0.0))
+        except (FileNotFoundError, ValueError):
+            continue
+    return 0.0
+
+
+def _record_wall_s(out_dir: Path, wall_s: float) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = out_dir / f".{WALL}.tmp"
+    tmp.write_text(json.dumps({"wall_s": wall_s}))
+    os.replace(tmp, out_dir / WALL)

@@ -243,3 +243,23 @@ def test_doc_keeps_its_hand_written_parts(tmp_path: Path) -> None:
         cl.check_doc(tmp_path / "plain.md")
     with pytest.raises(RunError, match="no directory"):
         cl.check_doc(tmp_path / "nowhere" / "r.md")
+
+
+def test_an_unfinished_experiment_is_not_judged_on_part_of_its_runs() -> None:
+    good = [row("ofan", utilisation=0.99), row("reps", utilisation=0.93), row("ar", utilisation=0.94)]
+    c1, c9 = by_id("C1"), by_id("C9")  # C9 reads fig3, fig6 and fig17
+    whole = cl.evaluate([c1], data(fig1=good))
+    assert whole[0]["verdict"] == "agrees"
+    part = cl.evaluate([c1, c9], data(fig1=good), {"fig1": "12 of 18 runs", "fig17": "0 of 18 runs"})
+    assert [r["verdict"] for r in part] == ["no data", "no data"]
+    assert "fig1 (12 of 18 runs)" in part[0]["notes"] and "fig17 (0 of 18 runs)" in part[1]["notes"]
+    assert "fig1 (" not in part[1]["notes"]  # only what the claim reads
+
+
+def test_wall_time_adds_up_over_invocations_an_interrupted_one_included(tmp_path: Path) -> None:
+    assert cl._previous_wall_s(tmp_path) == 0.0
+    cl._record_wall_s(tmp_path, 120.0)  # what an invocation stopped after some runs leaves
+    assert cl._previous_wall_s(tmp_path) == 120.0
+    (tmp_path / cl.WALL).unlink()  # a directory from before wall.json: claims.json's total
+    (tmp_path / "claims.json").write_text('{"wall_s": 60.0}')
+    assert cl._previous_wall_s(tmp_path) == 60.0

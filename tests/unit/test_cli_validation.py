@@ -63,6 +63,8 @@ BAD = [
     ("ideal", "--k", "5"),
     ("ideal", "--schemes", "pofan:3"),
     ("ideal", "--schemes", "pofan:cpu"),
+    ("paper", "fig4", "--no-run"),
+    ("paper", "fig4", "--doc", "docs/reproduction.md"),
     ("frobnicate",),
 ]
 

@@ -39,8 +39,10 @@ class ResultsError(RuntimeError):
     """A result directory is missing, incomplete or unreadable."""
 
 
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_suffix(".tmp")
+def write_json(path: Path, obj: Any) -> None:
+    """Write `obj` as JSON to `path` whole or not at all (a hidden temporary file, then a rename): a reader, or
+    a run killed mid-write, never sees half a file."""
+    tmp = path.parent / f".{path.name}.tmp"
     tmp.write_text(json.dumps(obj, indent=1, default=str))
     os.replace(tmp, path)
 
@@ -54,11 +56,11 @@ class RunDir:
             raise ResultsError(f"{self.path} already holds a run")
         self.path.mkdir(parents=True, exist_ok=True)
         self.manifest = {**manifest, "complete": False, "status": "running"}
-        _write_json(self.path / MANIFEST, self.manifest)
+        write_json(self.path / MANIFEST, self.manifest)
 
     def abort(self, status: str, error: str) -> None:
         self.manifest.update(complete=False, status=status, error=error)
-        _write_json(self.path / MANIFEST, self.manifest)
+        write_json(self.path / MANIFEST, self.manifest)
 
     def finish(self, manifest: dict[str, Any], tables: dict[str, pd.DataFrame]) -> None:
         for name in TABLES:
@@ -68,7 +70,7 @@ class RunDir:
             tables[name].to_parquet(tmp, index=False)
             os.replace(tmp, self.path / f"{name}.parquet")
         self.manifest.update(manifest, complete=True, status="complete")
-        _write_json(self.path / MANIFEST, self.manifest)
+        write_json(self.path / MANIFEST, self.manifest)
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,6 @@ import dataclasses
 import functools
 import json
 import math
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ..measure.results import write_json
 from ..models import decisions
 from ..topology import FatTree
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, PAPER_WIRE_FRAME_BYTES
@@ -1428,10 +1428,10 @@ def run(
     dirs = sweep_dirs(out_dir, mats)
     previous = _previous_wall_s(out_dir)
     t0 = time.monotonic()
-    incomplete = {
+    unfinished = {  # read only with run_missing False: what each unfinished experiment has
         n: f"{len(d.matrix.cells()) - len(d.pending())} of {len(d.matrix.cells())} runs"
         for n, d in dirs.items()
-        if d.pending()
+        if not run_missing and d.pending()
     }
     for name, d in dirs.items():
 
@@ -1448,7 +1448,7 @@ def run(
             run_ray(d, cluster, each)
         else:
             run_local(d, prefix, each, wait=wait)
-    results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))), None if run_missing else incomplete)
+    results = evaluate(selected, Data(scale, load_rows(out_dir, list(mats))), unfinished)
     wall_s = previous + time.monotonic() - t0
     _record_wall_s(out_dir, wall_s)
     write(
@@ -1481,6 +1481,4 @@ def _previous_wall_s(out_dir: Path) -> float:
 
 def _record_wall_s(out_dir: Path, wall_s: float) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out_dir / f".{WALL}.tmp"
-    tmp.write_text(json.dumps({"wall_s": wall_s}))
-    os.replace(tmp, out_dir / WALL)
+    write_json(out_dir / WALL, {"wall_s": wall_s})

@@ -44,6 +44,7 @@ from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
+from ..measure.results import write_json
 from ..models import control
 from ..models.sampled import SampledParams
 from ..models.schemes import SchemeConfig, SchemeError, check_mix
@@ -440,7 +441,7 @@ class SweepDir:
                 )
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            _write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(), "created": time.time()})
+            write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(), "created": time.time()})
         (self.path / ROWS).mkdir(exist_ok=True)
         (self.path / CELLS).mkdir(exist_ok=True)
 
@@ -463,7 +464,7 @@ class SweepDir:
         return d
 
     def write_row(self, row: dict[str, Any]) -> None:
-        _write_json(self.path / ROWS / f"{row['cell']}.json", row)
+        write_json(self.path / ROWS / f"{row['cell']}.json", row)
         self.write_table()
 
     def rows(self) -> list[dict[str, Any]]:
@@ -477,12 +478,6 @@ class SweepDir:
         df.to_parquet(tmp, index=False)
         os.replace(tmp, self.path / TABLE)
         return df
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.parent / f".{path.name}.tmp"
-    tmp.write_text(json.dumps(obj, indent=1, default=str))
-    os.replace(tmp, path)
 
 
 # -- running -------------------------------------------------------------------------

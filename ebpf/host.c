@@ -61,7 +61,7 @@ int host_ingress(struct __sk_buff *skb)
         struct ack_rx *a = ack_rx.lookup(&flow);
         if (!a || !flow) {
             maps_count(CNT_BAD_FLOW);
-            return TC_ACT_STOLEN;
+            return TC_ACT_CONSUMED;
         }
         __u32 marked = (*(__u8 *)&b->dqpn & BTH_BECN) != 0;
         host_rx_count(RX_ACKS);
@@ -79,14 +79,14 @@ int host_ingress(struct __sk_buff *skb)
         }
         if (rc && rc->cc)
             transport_ack(skb, flow, TB_BE32(b->apsn) & 0xFFFFFF, marked, now);
-        return TC_ACT_STOLEN;
+        return TC_ACT_CONSUMED;
     }
 
     __u64 psn = TB_BE32(b->apsn) & 0xFFFFFF;
     struct flow_rx *f = flow_rx.lookup(&flow);
     if (!f || !flow) {
         maps_count(CNT_BAD_FLOW);
-        return TC_ACT_STOLEN;
+        return TC_ACT_CONSUMED;
     }
     __u32 ce = (ip->tos & 3) == 3;
     host_rx_count(RX_DATA);
@@ -110,7 +110,7 @@ int host_ingress(struct __sk_buff *skb)
         echo = transport_echo(skb);
     }
     if (!rc || !rc->acks)
-        return TC_ACT_STOLEN;
+        return TC_ACT_CONSUMED;
     __u32 out = ack_reflect(skb, ce, echo);
     if (!out) {
         maps_count(CNT_ACK_ERR);

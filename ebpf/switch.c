@@ -157,7 +157,7 @@ int switch_ingress(struct __sk_buff *skb)
             maps_count(CNT_REDIRECT_ERR);
             return TC_ACT_SHOT;
         }
-        return TC_ACT_STOLEN;
+        return TC_ACT_CONSUMED;
     }
     return bpf_redirect(out, 0);
 }

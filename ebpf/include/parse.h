@@ -16,7 +16,10 @@
 
 #define TC_ACT_OK 0
 #define TC_ACT_SHOT 2
-#define TC_ACT_STOLEN 4
+/* A packet that ends here (a receiver counted it; an edge switch forwarded its clone): freed, nothing
+ * sent on. Not TC_ACT_STOLEN: the TCX hooks the fabric attaches to know only pass, drop, redirect and
+ * next, and read STOLEN as next, which would hand the packet to the namespace's IP stack. */
+#define TC_ACT_CONSUMED TC_ACT_SHOT
 
 #define TB_BE16(x) __builtin_bswap16(x)  /* network <-> host order */
 #define TB_BE32(x) __builtin_bswap32(x)

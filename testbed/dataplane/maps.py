@@ -690,6 +690,27 @@ def _libbpf() -> Any:
     return lib
 
 
+BPF_TCX_INGRESS, BPF_TCX_EGRESS = 46, 47  # enum bpf_attach_type (kernel 6.6+; libbpf 1.1 passes them through)
+
+
+def tcx_attach(prog_fd: int, ifindex: int, egress: bool) -> None:
+    """Attach a SCHED_CLS program to a device's TCX hook (BPF_PROG_ATTACH, no link): the device holds the
+    program until it is destroyed, as a cls_bpf filter would, without the clsact qdisc and its classifier.
+    `ifindex` is resolved in the calling thread's network namespace."""
+    kind = BPF_TCX_EGRESS if egress else BPF_TCX_INGRESS
+    if _libbpf().bpf_prog_attach(prog_fd, ifindex, kind, 0) != 0:
+        raise OSError(ct.get_errno(), f"tcx attach on ifindex {ifindex}")
+
+
+def tcx_query(ifindex: int, egress: bool) -> list[int]:
+    """The ids of the programs on a device's TCX hook, in order (BPF_PROG_QUERY, calling thread's namespace)."""
+    kind = BPF_TCX_EGRESS if egress else BPF_TCX_INGRESS
+    ids, count, flags = (ct.c_uint32 * 8)(), ct.c_uint32(8), ct.c_uint32(0)
+    if _libbpf().bpf_prog_query(ifindex, kind, 0, ct.byref(flags), ids, ct.byref(count)) != 0:
+        raise OSError(ct.get_errno(), f"tcx query on ifindex {ifindex}")
+    return list(ids[: count.value])
+
+
 def prog_test_run(prog_fd: int, packet: bytes, ctx: SkBuff) -> tuple[int, SkBuff]:
     """Run a SCHED_CLS program once on `packet` (BPF_PROG_TEST_RUN through
     libbpf). Returns the program's return value and the context it left."""

@@ -30,7 +30,7 @@ from traffic.packet import WIRE_EXTRA
 
 from ..dataplane import switches
 from ..dataplane.compile import Compiled, CompileThread, Dims
-from ..dataplane.maps import Maps
+from ..dataplane.maps import Maps, tcx_attach
 from ..models.schemes import Scheme, SchemeConfig
 from ..topology import FatTree, Node
 from . import capacity, netlink, netns, state
@@ -68,6 +68,7 @@ class FabricSpec:
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (traffic.packet); 0: none
     ack_priority: bool = True  # every queue serves ACKs before data (netlink.ack_priority), as htsim's switches
     queue_max_tries: int = 4  # compare-and-swap attempts per queue-maximum raise; 0 only to inject give-ups
+    tcx: bool = True  # programs on the TCX hooks; False: clsact qdiscs and cls_bpf filters (docs/results/per-hop.md)
 
     def __post_init__(self) -> None:
         if self.rate_bps <= 0:
@@ -341,14 +342,19 @@ class Fabric:
             )
             if spec.ack_priority:
                 reqs += netlink.ack_priority(p.ifindex, spec.buffer_bytes, spec.wire_overhead)
-            reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
+            if not spec.tcx:
+                reqs.append(netlink.qdisc_clsact(p.ifindex, egress=node.is_host))
         return reqs
 
     def _filter_requests(self, node: Node) -> list[Request]:
-        """The programs on every port: switch ingress, or host egress and ingress."""
+        """The programs on every port: switch ingress, or host egress and ingress (cls_bpf filters; with
+        spec.tcx none: _attach_tcx attaches them)."""
         assert self.compiled is not None
         fds = self.compiled.fds
-        reqs = []
+        reqs: list[Request] = []
+        if self.spec.tcx:
+            self._attach_tcx(node)
+            return reqs
         for p in self.tree.ports_of[node.name]:
             if node.is_host:
                 reqs.append(netlink.filter_bpf(p.ifindex, fds["host_egress"], "host_egress", egress=True))
@@ -356,6 +362,18 @@ class Fabric:
             else:
                 reqs.append(netlink.filter_bpf(p.ifindex, fds["switch_ingress"], "switch_ingress", egress=False))
         return reqs
+
+    def _attach_tcx(self, node: Node) -> None:
+        """The programs on every port of `node`, on its TCX hooks (entered in its namespace)."""
+        assert self.compiled is not None
+        fds = self.compiled.fds
+        with netns.entered(self.tree.ns(node.name)):
+            for p in self.tree.ports_of[node.name]:
+                if node.is_host:
+                    tcx_attach(fds["host_egress"], p.ifindex, egress=True)
+                    tcx_attach(fds["host_ingress"], p.ifindex, egress=False)
+                else:
+                    tcx_attach(fds["switch_ingress"], p.ifindex, egress=False)
 
     def _up_requests(self, node: Node) -> list[Request]:
         """Every port up."""

@@ -188,7 +188,7 @@ def test_reps_recycles_unmarked_acks(h: Harness) -> None:
         rv, _, _ = prog_test_run_data(
             h.compiled.fds["host_ingress"], roce(tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff()
         )
-        assert rv == 4  # TC_ACT_STOLEN: an ACK ends at its sender's NIC
+        assert rv == 2  # TC_ACT_CONSUMED (SHOT): an ACK ends at its sender's NIC
         mismatches += py_reps(entry(maps.reps, flow)) != host_models.reps_recycle(st, ev, marked)
     assert mismatches == 0
 
@@ -209,7 +209,7 @@ def _reps_ack(h: Harness, src: Node, dst: Node, flow: int, ev: int, marked: bool
     rv, _, _ = prog_test_run_data(
         h.compiled.fds["host_ingress"], roce(h.tree, dst, src, ev, OPCODE_ACK, flow, 0, tos=0, becn=marked), SkBuff()
     )
-    assert rv == 4
+    assert rv == 2  # TC_ACT_CONSUMED
 
 
 def test_reps_entropy_waits_for_its_ready_time(h: Harness) -> None:

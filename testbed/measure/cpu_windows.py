@@ -59,16 +59,21 @@ class Busiest:
     window_s: float
 
 
-def _stat_idle(path: str = "/proc/stat") -> tuple[float, ...]:
+def _stat_idle(path: str = "/proc/stat", fd: int | None = None) -> tuple[float, ...]:
+    """Per CPU, /proc/stat's idle + iowait seconds; read through `fd` (kept open, read from offset 0) if given."""
+    if fd is None:
+        with open(path) as f:
+            text = f.read()
+    else:
+        text = os.pread(fd, 1 << 16, 0).decode()
     out = []
-    with open(path) as f:
-        for line in f:
-            if not line.startswith("cpu"):
-                break
-            if line.startswith("cpu "):
-                continue
-            v = line.split()
-            out.append((int(v[4]) + int(v[5])) / USER_HZ)
+    for line in text.splitlines():
+        if not line.startswith("cpu"):
+            break
+        if line.startswith("cpu "):
+            continue
+        v = line.split()
+        out.append((int(v[4]) + int(v[5])) / USER_HZ)
     return tuple(out)
 
 
@@ -77,15 +82,9 @@ def _cpuidle_files(n: int) -> list[list[str]] | None:
     return files if all(files) else None
 
 
-def _cpuidle(files: list[list[str]]) -> tuple[float, ...]:
-    out = []
-    for per_cpu in files:
-        us = 0
-        for path in per_cpu:
-            with open(path) as f:
-                us += int(f.read())
-        out.append(us / 1e6)
-    return tuple(out)
+def _cpuidle(fds: list[list[int]]) -> tuple[float, ...]:
+    """Per CPU, the summed residency of its idle states, in seconds, from their `time` files kept open."""
+    return tuple(sum(int(os.pread(fd, 64, 0)) for fd in per_cpu) / 1e6 for per_cpu in fds)
 
 
 def busiest(samples: Sequence[Sample], window_s: float | None = None) -> Busiest | None:
@@ -132,9 +131,12 @@ class Sampler:
         self.exact = self._files is not None  # cpuidle's clock: WINDOW_S windows; else FALLBACK_WINDOW_S
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="cpu-windows", daemon=True)
+        self._stat_fd = -1  # the files stay open from start() to stop(): a sample is a few preads, no open
+        self._idle_fds: list[list[int]] = []
 
     def _sample(self) -> Sample:
-        return Sample(time.monotonic(), _stat_idle(), _cpuidle(self._files) if self._files else None)
+        cpuidle = _cpuidle(self._idle_fds) if self._idle_fds else None
+        return Sample(time.monotonic(), _stat_idle(fd=self._stat_fd), cpuidle)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
@@ -142,11 +144,18 @@ class Sampler:
             self._stop.wait(self.period_s)
 
     def start(self) -> Sampler:
+        self._stat_fd = os.open("/proc/stat", os.O_RDONLY)
+        self._idle_fds = [[os.open(p, os.O_RDONLY) for p in per_cpu] for per_cpu in self._files or []]
         self._thread.start()
         return self
 
     def stop(self) -> Busiest | None:
         self._stop.set()
         self._thread.join()
-        self.samples.append(self._sample())
+        try:
+            self.samples.append(self._sample())
+        finally:
+            for fd in [self._stat_fd, *(fd for per_cpu in self._idle_fds for fd in per_cpu)]:
+                os.close(fd)
+            self._stat_fd, self._idle_fds = -1, []
         return busiest(self.samples, max(WINDOW_S if self.exact else FALLBACK_WINDOW_S, self.min_window_s))

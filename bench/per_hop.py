@@ -18,7 +18,8 @@ that perf slows down is not in the figures).
 
 Arms (`--arm NAME:KEY=VALUE[,KEY=VALUE]`) compare fabric settings
 (FabricSpec fields such as ack_priority=0), sysctls (sysctl.net.core.X=V)
-or the run's queue sampler (collector.ALL_PORT_READINGS_PER_S=N)
+the run's queue sampler (collector.ALL_PORT_READINGS_PER_S=N) or ksoftirqd's priority during a
+run (softirq.PRIORITY=0: the kernel's own policy)
 within one run of the bench: each arm gets its own fabric at the same rate
 and the runs are interleaved seed by seed, so both see the same hours of a
 noisy machine. The default arm is the fabric as the testbed builds it.
@@ -110,7 +111,7 @@ def parse_arm(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
     fields = {f.name: f for f in dataclasses.fields(FabricSpec)}
     for item in filter(None, rest.split(",")):
         key, _, value = item.partition("=")
-        if key.startswith(("sysctl.", "collector.")):
+        if key.startswith(("sysctl.", "collector.", "softirq.")):
             sysctls[key] = value
         elif key in fields:
             spec[key] = bool(int(value)) if fields[key].type in ("bool", bool) else int(value)
@@ -120,14 +121,17 @@ def parse_arm(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
 
 
 def sysctl(name: str, value: str | None = None) -> str:
-    """Set a sysctl.NAME or collector.NAME (an int constant of testbed.measure.collector); the old value."""
-    if name.startswith("collector."):
+    """Set a sysctl.NAME, collector.NAME or softirq.NAME (an int constant of testbed.measure.collector or
+    testbed.fabric.softirq); the old value."""
+    if name.startswith(("collector.", "softirq.")):
+        from testbed.fabric import softirq
         from testbed.measure import collector
 
-        attr = name.split(".", 1)[1]
-        was = getattr(collector, attr)
+        module, attr = name.split(".", 1)
+        mod = collector if module == "collector" else softirq
+        was = getattr(mod, attr)
         if value is not None:
-            setattr(collector, attr, int(value))
+            setattr(mod, attr, int(value))
         return str(was)
     path = Path("/proc/sys") / name[len("sysctl.") :].replace(".", "/")
     old = path.read_text().strip()

@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..dataplane.maps import prog_exists, unpin
-from . import netns, state
+from . import netns, softirq, state
 
 
 @dataclass
@@ -68,6 +68,7 @@ def clean(prefix: str, wait_prog_ids: list[int] | None = None, timeout_s: float 
     rep.wait_s = time.perf_counter() - t0
     rep.leftover_programs = left
     rep.state_file = state.remove(prefix)
+    softirq.restore_saved()  # a run killed while ksoftirqd was real-time
     for extra in state.side_files(prefix):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(extra)

@@ -200,6 +200,7 @@ class Evidence:
     max_giveups: int
     sample_rate_hz: float
     cpu_awake: bool = False  # idle CPUs polled rather than halted (testbed.fabric.cpu_latency)
+    softirq_first: bool = False  # deferred softirq work served before other threads (testbed.fabric.softirq)
     nic_late_pkts: Mapping[str, float] = field(default_factory=dict)  # host -> last frame behind a periodic NIC
     timing_excess_pkts: float = 0.0  # largest start offset + NIC lateness (metrics.timing_excess_pkts)
     bound_pkts: float = 0.0  # the CCT lower bound in packet times
@@ -244,6 +245,7 @@ class Verdict:
     delivery: dict[str, Any]
     max_giveups: int
     cpu_awake: bool
+    softirq_first: bool
     nic_stamped: bool
     nic_late_pkts: float
     timing_excess_pkts: float
@@ -486,6 +488,7 @@ def verdict(e: Evidence) -> Verdict:
         delivery={**asdict(e.delivery), "unaccounted": e.delivery.unaccounted, "overcounted": e.delivery.overcounted},
         max_giveups=e.max_giveups,
         cpu_awake=e.cpu_awake,
+        softirq_first=e.softirq_first,
         nic_stamped=e.nic_stamped,
         nic_late_pkts=max(e.nic_late_pkts.values(), default=0.0),
         timing_excess_pkts=e.timing_excess_pkts,

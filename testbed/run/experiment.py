@@ -43,7 +43,7 @@ from ..dataplane.maps import (
     RunCfg,
     pin_dir,
 )
-from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, state
+from ..fabric import cpu_latency, links, netns, qdisc_timers, rx_timestamps, softirq, state
 from ..fabric.build import NIC_BUCKET_FRAMES, NIC_PEAK_RATIO, Fabric, FabricSpec, host_rate_bps, set_host_rate
 from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
@@ -264,6 +264,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     try:
         with (
             cpu_latency.awake() as awake,
+            softirq.raised() as softirq_first,
             rx_timestamps.on() as stamped,
             qdisc_timers.watch() as timers,
             tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir,
@@ -287,7 +288,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
                 faults.Timeline(tree, actions),
                 tp,
             )
-            return _measure(plan, Probes(awake, stamped, timers, Path(trace_dir) / "windows.bin"))
+            return _measure(plan, Probes(awake, softirq_first, stamped, timers, Path(trace_dir) / "windows.bin"))
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (the CLI raises it as a KeyboardInterrupt)
         if run_dir is not None:
             run_dir.abort(
@@ -365,6 +366,7 @@ class Probes:
     timers' probe, and where a transport run's window trace goes."""
 
     cpu_awake: bool
+    softirq_first: bool  # every ksoftirqd real-time during the run (testbed.fabric.softirq)
     stamped: bool
     timers: qdisc_timers.Watch | None
     trace_path: Path
@@ -625,6 +627,7 @@ def _verdict(
         max_giveups=sum(s.max_giveups for s in ports.values()),
         sample_rate_hz=sample_rate_hz,
         cpu_awake=probes.cpu_awake,
+        softirq_first=probes.softirq_first,
         nic_late_pkts=late,
         timing_excess_pkts=excess,
         bound_pkts=plan.bound_no_propagation / t_pkt,

@@ -44,6 +44,7 @@ def test_every_node_is_a_namespace_with_its_ports(fab4: Fabric) -> None:
             kinds = {(q["index"], q.get_attr("TCA_KIND")) for q in ns.get_qdiscs()}
             for idx in want:  # the link's TBF, and no clsact: the programs are on the TCX hooks
                 assert (idx, "tbf") in kinds and not {(idx, "clsact"), (idx, "ingress")} & kinds
+        assert fab4.compiled is not None
         ids = fab4.compiled.prog_ids()
         with netns.entered(tree.ns(name)):
             for idx in want:

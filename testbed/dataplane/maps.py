@@ -696,7 +696,8 @@ BPF_TCX_INGRESS, BPF_TCX_EGRESS = 46, 47  # enum bpf_attach_type (kernel 6.6+; l
 def tcx_attach(prog_fd: int, ifindex: int, egress: bool) -> None:
     """Attach a SCHED_CLS program to a device's TCX hook (BPF_PROG_ATTACH, no link): the device holds the
     program until it is destroyed, as a cls_bpf filter would, without the clsact qdisc and its classifier.
-    `ifindex` is resolved in the calling thread's network namespace."""
+    `ifindex` is resolved in the calling thread's network namespace. Each attach (and each such device's
+    removal) waits for the kernel, about 25 ms here: FabricSpec.tcx is off by default."""
     kind = BPF_TCX_EGRESS if egress else BPF_TCX_INGRESS
     if _libbpf().bpf_prog_attach(prog_fd, ifindex, kind, 0) != 0:
         raise OSError(ct.get_errno(), f"tcx attach on ifindex {ifindex}")

@@ -42,38 +42,43 @@ def test_every_node_is_a_namespace_with_its_ports(fab4: Fabric) -> None:
                 assert ln.get_attr("IFLA_OPERSTATE") == "UP"
                 assert ln.get_attr("IFLA_ADDRESS") == ":".join(f"{b:02x}" for b in want[idx].mac)
             kinds = {(q["index"], q.get_attr("TCA_KIND")) for q in ns.get_qdiscs()}
-            for idx in want:  # the link's TBF, and no clsact: the programs are on the TCX hooks
-                assert (idx, "tbf") in kinds and not {(idx, "clsact"), (idx, "ingress")} & kinds
-        assert fab4.compiled is not None
-        ids = fab4.compiled.prog_ids()
-        with netns.entered(tree.ns(name)):
+            hook = "clsact" if name.startswith("h") else "ingress"  # a switch port needs no egress hook
             for idx in want:
-                if name.startswith("h"):
-                    assert tcx_query(idx, egress=True) == [ids["host_egress"]]
-                    assert tcx_query(idx, egress=False) == [ids["host_ingress"]]
-                else:
-                    assert tcx_query(idx, egress=True) == []
-                    assert tcx_query(idx, egress=False) == [ids["switch_ingress"]]
+                assert (idx, "tbf") in kinds and (idx, hook) in kinds
+            if not name.startswith("h"):
+                for idx in want:
+                    names = [
+                        f.get_attr("TCA_OPTIONS").get_attr("TCA_BPF_NAME")
+                        for f in ns.get_filters(index=idx, parent=0xFFFFFFF2)
+                        if f.get_attr("TCA_OPTIONS")
+                    ]
+                    assert names == ["switch_ingress"]
 
 
-def test_clsact_fabric_forwards_through_cls_bpf_filters() -> None:
-    """tcx=False (bench/per_hop.py's comparison arm): clsact or ingress qdiscs and cls_bpf filters, every pair
+def test_tcx_fabric_forwards_through_tcx_hooks() -> None:
+    """tcx=True (bench/per_hop.py's arm tcx:tcx=1): no clsact, the programs on the TCX hooks, every pair
     reaches every other."""
     from pyroute2 import NetNS
 
-    with Fabric(FabricSpec(k=4, prefix="tf4c", tcx=False)) as fab:
-        assert fab.maps is not None
+    with Fabric(FabricSpec(k=4, prefix="tf4x", tcx=True)) as fab:
+        assert fab.maps is not None and fab.compiled is not None
         switches.set_scheme(fab.maps, fab.tree, Scheme.OFAN, seed=1)
+        ids = fab.compiled.prog_ids()
         for name in ("h0_0_0", "e1_0"):
             with NetNS(fab.tree.ns(name)) as ns:
-                kinds = {(q["index"], q.get_attr("TCA_KIND")) for q in ns.get_qdiscs()}
-                hook = "clsact" if name.startswith("h") else "ingress"
-                assert all((p.ifindex, hook) in kinds for p in fab.tree.ports_of[name])
+                kinds = {q.get_attr("TCA_KIND") for q in ns.get_qdiscs()}
+                assert "tbf" in kinds and not {"clsact", "ingress"} & kinds
             with netns.entered(fab.tree.ns(name)):
-                assert all(tcx_query(p.ifindex, egress=False) == [] for p in fab.tree.ports_of[name])
+                for p in fab.tree.ports_of[name]:
+                    if name.startswith("h"):
+                        assert tcx_query(p.ifindex, egress=True) == [ids["host_egress"]]
+                        assert tcx_query(p.ifindex, egress=False) == [ids["host_ingress"]]
+                    else:
+                        assert tcx_query(p.ifindex, egress=True) == []
+                        assert tcx_query(p.ifindex, egress=False) == [ids["switch_ingress"]]
         n = fab.tree.n_hosts
         assert len(all_pairs(fab.tree)) == n * (n - 1)
-    assert leftovers("tf4c") == []
+    assert leftovers("tf4x") == []
 
 
 def test_no_link_into_the_root_namespace(fab4: Fabric) -> None:

@@ -6,10 +6,11 @@ for 2 ms or restarted ten times; then it hands the rest to the CPU's
 ksoftirqd thread, an ordinary thread that waits its turn behind the sender
 threads and this process. A NIC or a link whose dequeue sits in that
 backlog is late by a scheduler slice, a few packet times at k=4's rates.
-Measured on this machine kind, ECMP 1 MB permutations at k=4 and 100 Mbit/s
-(its standing queues dequeue on their own timers, so the softirq work comes
-in bursts): 1 of 6 valid as the kernel leaves ksoftirqd, 5 of 6 with it at
-SCHED_FIFO (docs/results/per-hop.md).
+Measured on this machine kind, single tries of 1 MB permutations with the
+two interleaved seed by seed (ECMP and Ofan at k=4 and 100-120 Mbit/s, Ofan
+at k=12 and k=16 at their budget rates): 26 of 38 valid with ksoftirqd at
+SCHED_FIFO, 17 of 38 as the kernel leaves it, for 2-24 % more kernel CPU
+per hop (docs/results/per-hop.md).
 
 `raised()` sets every CPU's ksoftirqd to SCHED_FIFO at PRIORITY (above the
 transport's sender and ACK threads, 1 and 2: softirq work done on the way out

@@ -31,28 +31,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from . import procs
+
 PRIORITY = 3
 SAVED = Path("/run/testbed/ksoftirqd-policy.json")
-PF_KTHREAD = 0x00200000
 
 
 def threads(proc: str = "/proc") -> dict[int, str]:
     """pid -> name of every CPU's ksoftirqd (kernel threads named exactly ksoftirqd/N)."""
-    out = {}
-    for entry in os.listdir(proc):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"{proc}/{entry}/stat") as f:
-                stat = f.read()
-        except OSError:
-            continue
-        name = stat[stat.index("(") + 1 : stat.rindex(")")]
-        flags = int(stat[stat.rindex(")") + 2 :].split()[6])
-        cpu = name.removeprefix("ksoftirqd/")
-        if name != cpu and cpu.isdigit() and flags & PF_KTHREAD:
-            out[int(entry)] = name
-    return out
+    return {
+        pid: name
+        for pid, name, fields in procs.stats(proc)
+        if name.startswith("ksoftirqd/") and name[len("ksoftirqd/") :].isdigit() and procs.is_kernel_thread(fields)
+    }
 
 
 def _set(pid: int, policy: int, priority: int) -> bool:

@@ -17,7 +17,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-PF_KTHREAD = 0x00200000
+from ..fabric import procs
+
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -30,20 +31,9 @@ class Snapshot:
     @classmethod
     def now(cls, proc: str = "/proc") -> Snapshot:
         out: dict[int, tuple[int, int, str]] = {}
-        for name in os.listdir(proc):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"{proc}/{name}/stat") as f:
-                    text = f.read()
-            except OSError:
-                continue  # gone meanwhile
-            comm = text[text.index("(") + 1 : text.rindex(")")]
-            fields = text[text.rindex(")") + 2 :].split()  # from field 3 (state) on
-            ppid, flags = int(fields[1]), int(fields[6])
-            if flags & PF_KTHREAD:
-                continue
-            out[int(name)] = (ppid, int(fields[11]) + int(fields[12]), comm)
+        for pid, comm, fields in procs.stats(proc):
+            if not procs.is_kernel_thread(fields):
+                out[pid] = (int(fields[1]), int(fields[11]) + int(fields[12]), comm)
         return cls(out)
 
     def descendants(self, roots: Iterable[int]) -> set[int]:

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 from testbed.fabric import softirq
-
-PF_KTHREAD = softirq.PF_KTHREAD
+from testbed.fabric.procs import PF_KTHREAD
 
 
 def _proc(tmp: Path, pid: int, name: str, flags: int) -> None:

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import json
 import os
 import shutil
@@ -61,6 +62,15 @@ IDLE_FIELDS = (3, 4)  # idle, iowait
 PERF_TOP = 15
 
 
+def cpuidle_us() -> int:
+    """Every CPU's idle-state residency so far, in us (cpuidle: an interrupt taken while polling is idle there)."""
+    total = 0
+    for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/time"):
+        with open(path) as f:
+            total += int(f.read())
+    return total
+
+
 def cpu_jiffies() -> tuple[int, int, int]:
     """All CPUs' kernel and busy jiffies so far, and this process's."""
     with open("/proc/stat") as f:
@@ -73,18 +83,18 @@ def cpu_jiffies() -> tuple[int, int, int]:
 
 
 class CpuTrace:
-    """/proc/stat every 5 ms in a thread: CLOCK_MONOTONIC ns and cpu_jiffies()."""
+    """/proc/stat and cpuidle every 5 ms in a thread: CLOCK_MONOTONIC ns, cpu_jiffies() and cpuidle_us()."""
 
     def __init__(self) -> None:
         import threading
 
-        self.samples: list[tuple[int, int, int, int]] = []
+        self.samples: list[tuple[int, int, int, int, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.monotonic_ns(), *cpu_jiffies()))
+            self.samples.append((time.monotonic_ns(), *cpu_jiffies(), cpuidle_us()))
             self._stop.wait(0.005)
 
     def __enter__(self) -> CpuTrace:
@@ -95,11 +105,13 @@ class CpuTrace:
         self._stop.set()
         self._thread.join()
 
-    def between(self, t0_ns: int, t1_ns: int) -> tuple[float, int, int, int]:
-        """Seconds between the samples nearest t0 and t1, and the jiffies spent in between."""
+    def between(self, t0_ns: int, t1_ns: int) -> tuple[float, int, int, int, float]:
+        """Seconds between the samples nearest t0 and t1, the jiffies spent in between, and the CPU-seconds
+        not in an idle state by cpuidle's count."""
         a = min(self.samples, key=lambda s: abs(s[0] - t0_ns))
         b = min(self.samples, key=lambda s: abs(s[0] - t1_ns))
-        return (b[0] - a[0]) / 1e9, b[1] - a[1], b[2] - a[2], b[3] - a[3]
+        window = (b[0] - a[0]) / 1e9
+        return window, b[1] - a[1], b[2] - a[2], b[3] - a[3], window * (os.cpu_count() or 1) - (b[4] - a[4]) / 1e6
 
 
 def parse_arm(text: str) -> tuple[str, dict[str, Any], dict[str, str]]:
@@ -229,7 +241,7 @@ def main() -> int:
                         for key, v in old.items():
                             sysctl(key, v)
                     end = max(fl["last_rx_ns"] for fl in res["flow_stats"])  # the kernel's last arrival
-                    window, kernel, busy, own = trace.between(res["cct_start_ns"], end)
+                    window, kernel, busy, own, busy_cpuidle = trace.between(res["cct_start_ns"], end)
                     hops = sum(int(p["tx_pkts"]) for p in res["ports"])
                     f = res["fidelity"]
                     runs[n].append(
@@ -239,6 +251,8 @@ def main() -> int:
                             "window_s": window,
                             "kernel_us_per_hop": kernel / hz / hops * 1e6,
                             "busy_us_per_hop": busy / hz / hops * 1e6,
+                            "busy_cpuidle_us_per_hop": busy_cpuidle / hops * 1e6,
+                            "qdisc_timers_per_hop": (f.get("timers") or {}).get("fired", 0) / hops,
                             "testbed_share": own / hz / window if window > 0 else 0.0,
                             "valid": f["valid"],
                             "reasons": f["reasons"],
@@ -249,7 +263,9 @@ def main() -> int:
                     )
                     print(
                         f"{topology} k={k} {format_rate(rate)} {n} seed {seed}: "
-                        f"{runs[n][-1]['kernel_us_per_hop']:.2f} us kernel per hop, "
+                        f"{runs[n][-1]['kernel_us_per_hop']:.2f} us kernel per hop (busy {runs[n][-1]['busy_us_per_hop']:.2f} "
+                        f"by /proc/stat, {runs[n][-1]['busy_cpuidle_us_per_hop']:.2f} by cpuidle), "
+                        f"{runs[n][-1]['qdisc_timers_per_hop']:.2f} qdisc timers per hop, "
                         f"{'valid' if f['valid'] else f['reasons']}",
                         file=sys.stderr,
                         flush=True,
@@ -269,6 +285,8 @@ def main() -> int:
                 n: {
                     "kernel_us_per_hop": statistics.median(r["kernel_us_per_hop"] for r in rs),
                     "busy_us_per_hop": statistics.median(r["busy_us_per_hop"] for r in rs),
+                    "busy_cpuidle_us_per_hop": statistics.median(r["busy_cpuidle_us_per_hop"] for r in rs),
+                    "qdisc_timers_per_hop": statistics.median(r["qdisc_timers_per_hop"] for r in rs),
                     "testbed_share": statistics.median(r["testbed_share"] for r in rs),
                     "valid": sum(r["valid"] for r in rs),
                     "runs": rs,

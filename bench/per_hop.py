@@ -11,7 +11,13 @@ run's data window, from the first frame leaving a NIC to the last arriving
 every non-idle field; set-up and collection before and after it are not
 counted) by the packet-hops it carried (every port's transmitted packets,
 host NICs and ACKs included). `testbed_share` is the CPU this process (the
-run's own sampler of every queue) took meanwhile, in CPUs. With `--perf`,
+run's own sampler of every queue) took meanwhile, in CPUs.
+`qdisc_timers_per_hop` is how many qdisc watchdog timers fired per hop (the
+run's timer probe): a port that must wait for its tokens sends its next
+frame from such a timer, and on this machine kind each costs about 9 us
+(bench/timer_cost.py). `busy_cpuidle_us_per_hop` is the busy CPU by cpuidle's
+residency instead of /proc/stat's ticks; cpuidle counts an interrupt taken
+while a CPU polls as idle, so it reads a few per cent lower. With `--perf`,
 one extra run per fabric, four times as long, is sampled by `perf record
 -a` and the top symbols are given with their share of the samples (the run
 that perf slows down is not in the figures).

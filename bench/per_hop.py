@@ -17,7 +17,8 @@ run's timer probe): a port that must wait for its tokens sends its next
 frame from such a timer, and on this machine kind each costs about 9 us
 (bench/timer_cost.py). `busy_cpuidle_us_per_hop` is the busy CPU by cpuidle's
 residency instead of /proc/stat's ticks; cpuidle counts an interrupt taken
-while a CPU polls as idle, so it reads a few per cent lower. With `--perf`,
+while a CPU polls as idle, so it reads lower (4-28 % in
+docs/results/per-hop.md's runs). With `--perf`,
 one extra run per fabric, four times as long, is sampled by `perf record
 -a` and the top symbols are given with their share of the samples (the run
 that perf slows down is not in the figures).

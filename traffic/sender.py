@@ -50,6 +50,18 @@ SNDBUF_BYTES = 40_000
 # so a deep queue there adds its length to every round trip the transport sees (ten packets: +3 % at a
 # base RTT of 150 packet times); the sender thread runs at real-time priority and refills it in time.
 SNDBUF_TRANSPORT_BYTES = 12_000
+# The buffer scales with the payload (as many frames queued whatever their size), up to this many times the
+# 4 KB one: uncapped, 32 KB MoE payloads gave each sender about 20 frames to copy at the release, 128 sources
+# about 40 MB in the first tenth of a second, a CPU saturated and 3 of 4 runs at k=8 invalid; at 3.5 (about
+# 8 such frames, 150 ms of line time at 14 Mbit/s) a late sender thread still finds its NIC busy.
+SNDBUF_MAX_SCALE = 3.5
+
+
+def send_buffer_bytes(payload: int, transport: bool) -> int:
+    """SO_SNDBUF for a source's sockets (the kernel doubles it): the paced or the transport run's 4 KB
+    buffer, times payload / 4 KB between 1 and SNDBUF_MAX_SCALE."""
+    base = SNDBUF_TRANSPORT_BYTES if transport else SNDBUF_BYTES
+    return round(base * min(SNDBUF_MAX_SCALE, max(1.0, payload / 4096)))
 
 
 def source_port(fid: int, seed: int) -> int:
@@ -226,9 +238,8 @@ class Senders:
     def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:
         """Send every flow once; `on_start(pid)` is called with the sender's PID."""
         # as many packets in the NIC's queue whatever their size: 32 KB payloads in a 40 KB buffer left one, and a
-        # sender thread a little late left its NIC idle (MoE runs paced 2-16 % short)
-        per_4k = max(1.0, self.packetizer.payload / 4096)
-        sndbuf = round((SNDBUF_TRANSPORT_BYTES if self.transport is not None else SNDBUF_BYTES) * per_4k)
+        # sender thread a little late left its NIC idle (MoE runs paced 2-16 % short); capped (SNDBUF_MAX_SCALE)
+        sndbuf = send_buffer_bytes(self.packetizer.payload, self.transport is not None)
         argv = [str(self.binary), f"{timeout_s:.3f}", str(sndbuf)]
         if self.fault and self.fault.startswith(("ackstall:", "ackring:")):
             argv.append(self.fault.replace(":", "=", 1))

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from testbed.topology.units import format_rate, parse_duration, parse_ints, parse_rate, parse_seeds, parse_size
-from traffic import workloads
+from traffic import sender, workloads
 from traffic.packet import PAPER_HEADER_BYTES, Packetizer, bth
 from traffic.workloads import WorkloadError, WorkloadSpec
 
@@ -269,3 +269,18 @@ def test_the_same_flag_means_the_same_everywhere() -> None:
     assert cli_args.duration("1") == 1.0 and cli_args.duration("100ns") == pytest.approx(1e-7)
     run = parser.parse_args(["run", "--workload", "permutation", "--size", "1MB", "--cc", "nscc", "--base-rtt", "1"])
     assert run.base_rtt == 1.0
+
+
+@pytest.mark.parametrize(
+    "payload,transport,expected",
+    [
+        (1024, False, sender.SNDBUF_BYTES),  # never below the 4 KB buffer
+        (4096, False, sender.SNDBUF_BYTES),
+        (8192, False, 2 * sender.SNDBUF_BYTES),  # as many frames queued whatever their size
+        (8192, True, 2 * sender.SNDBUF_TRANSPORT_BYTES),
+        (32768, False, round(sender.SNDBUF_MAX_SCALE * sender.SNDBUF_BYTES)),  # capped: no 40 MB burst at release
+        (65536, True, round(sender.SNDBUF_MAX_SCALE * sender.SNDBUF_TRANSPORT_BYTES)),
+    ],
+)
+def test_send_buffer_scales_with_payload_up_to_the_cap(payload: int, transport: bool, expected: int) -> None:
+    assert sender.send_buffer_bytes(payload, transport) == expected

@@ -50,8 +50,8 @@ SNDBUF_BYTES = 40_000
 # so a deep queue there adds its length to every round trip the transport sees (ten packets: +3 % at a
 # base RTT of 150 packet times); the sender thread runs at real-time priority and refills it in time.
 SNDBUF_TRANSPORT_BYTES = 12_000
-# The buffer scales with the payload (as many frames queued whatever their size), up to this many times the
-# 4 KB one: uncapped, 32 KB MoE payloads gave each sender about 20 frames to copy at the release, 128 sources
+# A paced run's buffer scales with the payload (as many frames queued whatever their size), up to this many times
+# the 4 KB one: uncapped, 32 KB MoE payloads gave each sender about 20 frames to copy at the release, 128 sources
 # about 40 MB in the first tenth of a second, a CPU saturated and 3 of 4 runs at k=8 invalid; at 3.5 (about
 # 8 such frames, 150 ms of line time at 14 Mbit/s) a late sender thread still finds its NIC busy.
 SNDBUF_MAX_SCALE = 3.5
@@ -59,9 +59,12 @@ SNDBUF_MAX_SCALE = 3.5
 
 def send_buffer_bytes(payload: int, transport: bool) -> int:
     """SO_SNDBUF for a source's sockets (the kernel doubles it): the paced or the transport run's 4 KB
-    buffer, times payload / 4 KB between 1 and SNDBUF_MAX_SCALE."""
-    base = SNDBUF_TRANSPORT_BYTES if transport else SNDBUF_BYTES
-    return round(base * min(SNDBUF_MAX_SCALE, max(1.0, payload / 4096)))
+    buffer, times payload / 4 KB (at least 1). Paced runs cap that at SNDBUF_MAX_SCALE; a transport run's
+    buffer holds about two frames already, and its window, not the buffer, bounds what it sends at once."""
+    scale = max(1.0, payload / 4096)
+    if transport:
+        return round(SNDBUF_TRANSPORT_BYTES * scale)
+    return round(SNDBUF_BYTES * min(SNDBUF_MAX_SCALE, scale))
 
 
 def source_port(fid: int, seed: int) -> int:

@@ -246,7 +246,7 @@ def add_ack_priority(sp: argparse.ArgumentParser) -> None:
         default=None,
         help="every queue serves ACKs before data, strict priority, as htsim's switches and NICs: an HTB "
         "under each link's TBF, the class picked by the programs (default: when the fabric carries "
-        "ACKs; the HTB costs 15-20 %% of the CPU per hop where there are none). A fabric's, fixed "
+        "ACKs; without ACKs the HTB adds 8-21 %% to the CPU per hop: docs/results/per-hop.md). A fabric's, fixed "
         "when it is built",
     )
 

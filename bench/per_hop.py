@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import glob
 import json
 import os
 import shutil
@@ -57,6 +56,7 @@ from typing import Any
 
 from testbed.fabric.budget import auto_rate_bps, round_down
 from testbed.fabric.build import Fabric, FabricSpec
+from testbed.measure import cpu_windows
 from testbed.models.schemes import Scheme
 from testbed.run.experiment import run
 from testbed.run.params import RunParams
@@ -64,33 +64,19 @@ from testbed.topology import FatTree
 from testbed.topology.units import format_rate, parse_seeds, parse_size
 
 DEFAULT_FABRICS = "fattree:4,fattree:8,fattree:12,fattree:16,leafspine:16,leafspine:32,leafspine:64"
-KERNEL_FIELDS = (2, 5, 6)  # /proc/stat cpu line, after the name: system, irq, softirq
-IDLE_FIELDS = (3, 4)  # idle, iowait
 PERF_TOP = 15
-
-
-def cpuidle_us() -> int:
-    """Every CPU's idle-state residency so far, in us (cpuidle: an interrupt taken while polling is idle there)."""
-    total = 0
-    for path in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/time"):
-        with open(path) as f:
-            total += int(f.read())
-    return total
 
 
 def cpu_jiffies() -> tuple[int, int, int]:
     """All CPUs' kernel and busy jiffies so far, and this process's."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
-    kernel = sum(v[i] for i in KERNEL_FIELDS)
-    busy = sum(v) - sum(v[i] for i in IDLE_FIELDS) - (v[7] if len(v) > 7 else 0)  # steal is not ours
+    kernel, busy = cpu_windows.machine_jiffies()
     with open("/proc/self/stat") as f:
         own = f.read().rsplit(")", 1)[1].split()
     return kernel, busy, int(own[11]) + int(own[12])  # utime + stime
 
 
 class CpuTrace:
-    """/proc/stat and cpuidle every 5 ms in a thread: CLOCK_MONOTONIC ns, cpu_jiffies() and cpuidle_us()."""
+    """/proc/stat and cpuidle every 5 ms in a thread: CLOCK_MONOTONIC ns, cpu_jiffies() and cpuidle in us."""
 
     def __init__(self) -> None:
         import threading
@@ -101,7 +87,7 @@ class CpuTrace:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.monotonic_ns(), *cpu_jiffies(), cpuidle_us()))
+            self.samples.append((time.monotonic_ns(), *cpu_jiffies(), round(cpu_windows.machine_cpuidle_s() * 1e6)))
             self._stop.wait(0.005)
 
     def __enter__(self) -> CpuTrace:
@@ -259,7 +245,8 @@ def main() -> int:
                             "kernel_us_per_hop": kernel / hz / hops * 1e6,
                             "busy_us_per_hop": busy / hz / hops * 1e6,
                             "busy_cpuidle_us_per_hop": busy_cpuidle / hops * 1e6,
-                            "qdisc_timers_per_hop": (f.get("timers") or {}).get("fired", 0) / hops,
+                            # None where the run could not watch its qdisc timers (no tracefs)
+                            "qdisc_timers_per_hop": f["timers"]["fired"] / hops if f.get("timers") else None,
                             "testbed_share": own / hz / window if window > 0 else 0.0,
                             "valid": f["valid"],
                             "reasons": f["reasons"],
@@ -272,7 +259,7 @@ def main() -> int:
                         f"{topology} k={k} {format_rate(rate)} {n} seed {seed}: "
                         f"{runs[n][-1]['kernel_us_per_hop']:.2f} us kernel per hop (busy {runs[n][-1]['busy_us_per_hop']:.2f} "
                         f"by /proc/stat, {runs[n][-1]['busy_cpuidle_us_per_hop']:.2f} by cpuidle), "
-                        f"{runs[n][-1]['qdisc_timers_per_hop']:.2f} qdisc timers per hop, "
+                        f"{'?' if (t := runs[n][-1]['qdisc_timers_per_hop']) is None else f'{t:.2f}'} qdisc timers per hop, "
                         f"{'valid' if f['valid'] else f['reasons']}",
                         file=sys.stderr,
                         flush=True,
@@ -293,7 +280,9 @@ def main() -> int:
                     "kernel_us_per_hop": statistics.median(r["kernel_us_per_hop"] for r in rs),
                     "busy_us_per_hop": statistics.median(r["busy_us_per_hop"] for r in rs),
                     "busy_cpuidle_us_per_hop": statistics.median(r["busy_cpuidle_us_per_hop"] for r in rs),
-                    "qdisc_timers_per_hop": statistics.median(r["qdisc_timers_per_hop"] for r in rs),
+                    "qdisc_timers_per_hop": statistics.median(timers)
+                    if (timers := [r["qdisc_timers_per_hop"] for r in rs if r["qdisc_timers_per_hop"] is not None])
+                    else None,
                     "testbed_share": statistics.median(r["testbed_share"] for r in rs),
                     "valid": sum(r["valid"] for r in rs),
                     "runs": rs,

@@ -17,7 +17,9 @@ interrupt, and a softirq of its own. Arms alternate round by round.
 
 Per arm and round: kernel and busy CPU per frame (/proc/stat, tick-sampled:
 the kernel here accounts CPU time by its 250 Hz tick) and local timer
-interrupts per frame (/proc/interrupts LOC). `timer_minus_inline_us` is the
+interrupts per frame (/proc/interrupts LOC); beside them the busy CPU by
+cpuidle's residency, which counts an interrupt taken while a CPU polls as
+idle and so misses most of what a timer costs. `timer_minus_inline_us` is the
 cost of one timer-driven dequeue. On this machine kind (a virtual machine
 whose guest programs its TSC-deadline timer through the hypervisor) that is
 about 10 us, against a few for everything else a frame costs; on a host
@@ -42,12 +44,11 @@ from pathlib import Path
 from typing import Any
 
 from testbed.fabric import cpu_latency
+from testbed.measure import cpu_windows
 from testbed.topology.units import parse_rate
 
 PREFIX = "tbtc"
 ARMS = {"inline": 4.0, "timer": 0.995}  # the second link's rate, of the NIC's
-KERNEL_FIELDS = (2, 5, 6)  # /proc/stat cpu line, after the name: system, irq, softirq
-IDLE_FIELDS = (3, 4, 7)  # idle, iowait, steal
 SENDER_C = r"""
 #include <arpa/inet.h>
 #include <stdio.h>
@@ -80,16 +81,15 @@ def ns(name: str, *args: str) -> str:
     return sh("ip", "netns", "exec", f"{PREFIX}-{name}", *args)
 
 
-def stat() -> tuple[int, int, int]:
-    """Kernel and busy jiffies of all CPUs, and local timer interrupts so far."""
-    with open("/proc/stat") as f:
-        v = [int(x) for x in f.readline().split()[1:]]
+def stat() -> tuple[int, int, float, int]:
+    """Kernel and busy jiffies of all CPUs, their idle-state residency (s), and local timer interrupts so far."""
+    kernel, busy = cpu_windows.machine_jiffies()
     loc = 0
     with open("/proc/interrupts") as f:
         for line in f:
             if line.split(":")[0].strip() == "LOC":
                 loc = sum(int(x) for x in line.split()[1:] if x.isdigit())
-    return sum(v[i] for i in KERNEL_FIELDS), sum(v) - sum(v[i] for i in IDLE_FIELDS if i < len(v)), loc
+    return kernel, busy, cpu_windows.machine_cpuidle_s(), loc
 
 
 def build(nic_bps: int, port_bps: int, frame: int) -> None:
@@ -163,9 +163,9 @@ def one(sender: Path, arm: str, a: argparse.Namespace, nic_bps: int) -> dict[str
     build(nic_bps, round(nic_bps * ARMS[arm]), a.frame)
     try:
         time.sleep(0.3)
-        k0, b0, l0 = stat()
+        t0, (k0, b0, i0, l0) = time.monotonic(), stat()
         sent = int(ns("a", str(sender), "10.9.1.99", str(a.seconds), str(a.frame - 42)))  # 42: Ethernet, IP, UDP
-        k1, b1, l1 = stat()
+        t1, (k1, b1, i1, l1) = time.monotonic(), stat()
         carried = int(ns("b", "cat", f"/sys/class/net/{PREFIX}b1/statistics/tx_packets"))
     finally:
         teardown()
@@ -176,6 +176,8 @@ def one(sender: Path, arm: str, a: argparse.Namespace, nic_bps: int) -> dict[str
         "carried": carried,
         "kernel_us_per_frame": (k1 - k0) / hz / carried * 1e6,
         "busy_us_per_frame": (b1 - b0) / hz / carried * 1e6,
+        # cpuidle's view: an interrupt taken while a CPU polls is idle there, so it misses most of a timer's cost
+        "busy_cpuidle_us_per_frame": ((t1 - t0) * (os.cpu_count() or 1) - (i1 - i0)) / carried * 1e6,
         "timer_irqs_per_frame": (l1 - l0) / carried,
     }
 
@@ -234,6 +236,7 @@ def main() -> int:
             arm: {
                 "kernel_us_per_frame": statistics.median(x["kernel_us_per_frame"] for x in xs),
                 "busy_us_per_frame": statistics.median(x["busy_us_per_frame"] for x in xs),
+                "busy_cpuidle_us_per_frame": statistics.median(x["busy_cpuidle_us_per_frame"] for x in xs),
                 "timer_irqs_per_frame": statistics.median(x["timer_irqs_per_frame"] for x in xs),
             }
             for arm, xs in by_arm.items()

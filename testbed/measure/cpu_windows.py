@@ -31,6 +31,7 @@ one long idle period straddles an edge. Without cpuidle (other machines)
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import threading
@@ -75,6 +76,33 @@ def _stat_idle(path: str = "/proc/stat", fd: int | None = None) -> tuple[float, 
         v = line.split()
         out.append((int(v[4]) + int(v[5])) / USER_HZ)
     return tuple(out)
+
+
+KERNEL_FIELDS = (2, 5, 6)  # /proc/stat cpu line, after the name: system, irq, softirq
+IDLE_FIELDS = (3, 4, 7)  # idle, iowait, steal (steal is the hypervisor's, not ours)
+
+
+def machine_jiffies(path: str = "/proc/stat") -> tuple[int, int]:
+    """All CPUs' kernel (system + irq + softirq) and busy (all but idle, iowait and steal) jiffies so far:
+    the machine-wide figures the benches divide by packets or hops."""
+    with open(path) as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return sum(v[i] for i in KERNEL_FIELDS), sum(v) - sum(v[i] for i in IDLE_FIELDS if i < len(v))
+
+
+@functools.cache
+def _all_cpuidle_files() -> tuple[str, ...]:
+    return tuple(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/time"))
+
+
+def machine_cpuidle_s() -> float:
+    """Every CPU's idle-state residency so far, summed, in seconds (0 without cpuidle). An interrupt taken
+    while a CPU polls counts as idle here, and /proc/stat's ticks see it as busy: docs/results/per-hop.md."""
+    total = 0
+    for path in _all_cpuidle_files():
+        with open(path) as f:
+            total += int(f.read())
+    return total / 1e6
 
 
 def _cpuidle_files(n: int) -> list[list[str]] | None:

@@ -4,9 +4,11 @@ right, and /proc/stat's 10 ms units bound them where cpuidle counts an idle peri
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from testbed.measure.cpu_windows import USER_HZ, Busiest, Sample, busiest
+from testbed.measure.cpu_windows import USER_HZ, Busiest, Sample, busiest, machine_jiffies
 
 UNIT = 1 / USER_HZ
 
@@ -64,3 +66,10 @@ def test_windows_grow_with_the_lateness_the_verdict_allows() -> None:
     assert long is not None and long.window_s == pytest.approx(0.4) and long.share == pytest.approx(0.3)
     pegged = busiest(_samples([0.01] * 30 + [0.0] * 41 + [0.01] * 30), 0.4)
     assert pegged is not None and pegged.share == pytest.approx(1.0)
+
+
+def test_machine_jiffies_are_kernel_and_busy_without_idle_iowait_or_steal(tmp_path: Path) -> None:
+    # cpu  user nice system idle iowait irq softirq steal guest guest_nice
+    stat = tmp_path / "stat"
+    stat.write_text("cpu  100 5 40 1000 7 3 11 50 0 0\ncpu0 50 2 20 500 3 1 5 25 0 0\n")
+    assert machine_jiffies(str(stat)) == (40 + 3 + 11, 100 + 5 + 40 + 3 + 11)

@@ -10,7 +10,12 @@ in full frames, load 1, no ACKs, no congestion control, no failure) is also
 placed in the ideal fabric's distribution: the same flows played DRAWS times
 (each draw its own random choices, arrival order and NIC release within one
 packet time, as the verdict's start skew allows), with the run's propagation
-added as the run adds it (each flow's links x D, analytically).
+added as the run adds it (each flow's links x D, analytically). ECMP's
+choices are not drawn: a run's hash is fixed by its switches' seeds and its
+flows' ports, so every draw takes the uplinks the kernel took
+(testbed.models.ideal.EcmpInputs); drawn uniformly, a three-way collision the
+hash made, or none where the draws collide, put faithful ECMP runs outside
+(2 of 30 seeds at k=4, 3 of 20 on the k=4 leaf-spine).
 
 A run is flagged when its CCT increase lies more than Z standard deviations
 of the draws beyond their mean, plus the run's own timing allowance (what its
@@ -54,7 +59,7 @@ QUEUE_FLOOR_PKTS = 2  # a kernel maximum can exceed the model's by a frame or tw
 QUEUE_SHARE = 0.02  # and a long queue by the pacing tolerance's share (ECMP's colliding flow: 252 against 255-256)
 MAX_FRAME_DRAWS = 600_000  # frames x draws played per run at most (about 8 s on this machine)
 CACHE_DIR = Path(os.environ.get("TESTBED_IDEAL_CACHE", "/var/cache/testbed/ideal"))
-VERSION = 1  # of the draws' recipe: a change invalidates the cache
+VERSION = 2  # of the draws' recipe: a change invalidates the cache (2: ECMP takes the run's hash inputs)
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,7 @@ def key_of(
     propagation_pkts: float,
     draws: int,
     buckets_bytes: tuple[int, int] | None = None,
+    ecmp: ideal.EcmpInputs | None = None,
 ) -> str:
     what = {
         "v": VERSION,
@@ -91,6 +97,7 @@ def key_of(
         "draws": draws,
         "buckets": list(buckets_bytes) if buckets_bytes else None,
         "flows": [(f.fid, f.src, f.dst, f.size_bytes) for f in flows],
+        "ecmp": [sorted(ecmp.seeds.items()), sorted(ecmp.sports.items())] if ecmp else None,
     }
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:32]
 
@@ -113,10 +120,12 @@ def envelope(
     draws: int = DRAWS,
     cache_dir: Path | None = CACHE_DIR,
     buckets_bytes: tuple[int, int] | None = None,
+    ecmp: ideal.EcmpInputs | None = None,
 ) -> Envelope:
     """The ideal fabric's CCT increase and per-stage largest queue over `draws` draws (cached), with the run's
-    fabric's buckets (`buckets_bytes`: its links' and NICs', bytes of line time; default the default MTU's)."""
-    key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes)
+    fabric's buckets (`buckets_bytes`: its links' and NICs', bytes of line time; default the default MTU's) and,
+    for ECMP, the run's hash inputs (`ecmp`)."""
+    key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes, ecmp)
     path = cache_dir / f"{key}.json" if cache_dir is not None else None
     if path is not None and path.exists():
         d = json.loads(path.read_text())
@@ -125,7 +134,9 @@ def envelope(
     queues: dict[str, list[int]] = {}
     bound = ideal.bound_pkts(tree, flows, pk, propagation_pkts, buckets_bytes)
     for s in range(1, draws + 1):
-        r = ideal.simulate(tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0, buckets_bytes=buckets_bytes)
+        r = ideal.simulate(
+            tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0, buckets_bytes=buckets_bytes, ecmp=ecmp
+        )
         cct.append(ideal.shifted_cct_pkts(tree, flows, r.flow_done, propagation_pkts) / bound - 1)
         for st, q in r.max_queue.items():
             queues.setdefault(st, []).append(q)

@@ -28,7 +28,9 @@ inter-pod permutation's CCT then grows by exactly 6 links x the delay, and
 `flow_done` (each flow's last delivery) gives the analytic shift that
 testbed.measure.metrics applies to a kernel run, to compare (docs/methods/timebase.md).
 
-Schemes: ECMP (one uniform uplink per flow and switch), RPS (uniform per
+Schemes: ECMP (one uplink per flow and switch: the switches' own hash of the
+flow's 5-tuple when the run's EcmpInputs are given, so every draw takes the
+uplinks the kernel took; else uniform), RPS (uniform per
 packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
 among ties), Ofan and pOfan (the pointers of decisions.ofan_port per switch or
 pipe, destination key and size class, their start drawn as switches.py
@@ -42,10 +44,12 @@ from __future__ import annotations
 
 import heapq
 import random
+import struct
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from traffic.packet import Packetizer
+from traffic.packet import ROCE_PORT, Packetizer
 from traffic.workloads import Flow
 
 from ..topology import FatTree, Level, Stage
@@ -60,6 +64,26 @@ LINK_BUCKET = 2.0
 NIC_BUCKET = 1.25
 MAX_FRAME_BYTES = 4200 + 14
 ORDERS = ("random", "fixed")  # of frames reaching one switch at one instant
+
+
+IPPROTO_UDP = 17
+
+
+@dataclass(frozen=True)
+class EcmpInputs:
+    """What a run's switches hash for ECMP (ebpf/include/lb_ecmp.h): each LB switch's seed (switch_cfg.seed)
+    and each flow's UDP source port (traffic.sender.source_port), to RoCEv2's port. With them the ideal fabric
+    takes, by decisions.ecmp_port, the uplinks the kernel took: a run's collisions are its hash's, not a
+    uniform draw's."""
+
+    seeds: Mapping[str, int]  # switch name -> its ECMP seed
+    sports: Mapping[int, int]  # flow id -> UDP source port
+
+    def slot(self, tree: FatTree, switch: str, src: str, dst: str, fid: int) -> int:
+        """The uplink slot the switch's hash gives the flow (every uplink valid)."""
+        l4 = struct.pack("!HH", self.sports[fid], ROCE_PORT)
+        saddr, daddr = tree.host_ip(tree.by_name[src]).packed, tree.host_ip(tree.by_name[dst]).packed
+        return decisions.ecmp_port(tree.w, self.seeds[switch], saddr, daddr, l4, IPPROTO_UDP)
 
 
 @dataclass(frozen=True)
@@ -127,6 +151,7 @@ def simulate(
     order: str = "random",
     propagation: float = 0.0,
     buckets_bytes: tuple[int, int] | None = None,
+    ecmp: EcmpInputs | None = None,
 ) -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
     pointers and the random choices. Frames at one switch at one instant are
@@ -135,7 +160,8 @@ def simulate(
     every packet time, as NICs released in lockstep and served in a fixed
     order are). Every link delays a frame by `propagation` packet times. `buckets_bytes` (the links' and the
     NICs' buckets in bytes of line time, a fabric's own: FabricSpec.burst and the run's NIC bucket) overrides
-    `link_bucket` and `nic_bucket`, which count maximum-size frames of the default MTU."""
+    `link_bucket` and `nic_bucket`, which count maximum-size frames of the default MTU. `ecmp` (a run's hash
+    inputs) makes ECMP take the switches' own choices instead of uniform ones."""
     if order not in ORDERS:
         raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
     if propagation < 0:
@@ -172,7 +198,8 @@ def simulate(
     pointers: dict[tuple[str, int], list[int]] = {}
     rr: dict[str, int] = {sw: rng.randrange(w) for sw in up}
     draws = {sw: random.Random(f"{seed}/{sw}") for sw in up}  # each switch's own random stream
-    ecmp: dict[tuple[int, str], int] = {}
+    ecmp_slot: dict[tuple[int, str], int] = {}
+    src_of = {f.fid: host_name[f.src] for f in flows}
     cls = decisions.size_class(pk.frame_len(pk.payload))
 
     def next_hop(sw: str, prev: str, dst: str, fid: int, now: float) -> str:
@@ -191,8 +218,12 @@ def simulate(
         peers = up[sw]
         s = config.scheme
         rng = draws[sw]
-        if s is Scheme.ECMP:
-            slot = ecmp.setdefault((fid, sw), rng.randrange(w))
+        if s is Scheme.ECMP and ecmp is not None:
+            slot = ecmp_slot.get((fid, sw), -1)
+            if slot < 0:
+                slot = ecmp_slot[(fid, sw)] = ecmp.slot(tree, sw, src_of[fid], dst, fid)
+        elif s is Scheme.ECMP:
+            slot = ecmp_slot.setdefault((fid, sw), rng.randrange(w))
         elif s is Scheme.RPS:
             slot = rng.randrange(w)
         elif s is Scheme.RR:

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from traffic.packet import ACK_FRAME_BYTES, Packetizer
-from traffic.sender import Endpoint, RepsFreeze, Senders, SendReport
+from traffic.sender import Endpoint, RepsFreeze, Senders, SendReport, source_port
 from traffic.transport import Transport, n_paths
 from traffic.workloads import Flow
 
@@ -51,7 +51,7 @@ from ..fabric.observe import qdisc_stats
 from ..fabric.qdisc_timers import TimerLateness
 from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, results
 from ..measure import transport as tmeasure
-from ..models import control, sampled
+from ..models import control, ideal, sampled
 from ..models.schemes import Scheme, SchemeConfig, select_switches
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
@@ -1081,12 +1081,29 @@ def _ideal_place(
     if why or config is None:
         return {"placed": False, "why_not": why}
     env = envelope.envelope(
-        fab.tree, config, flows, pk, prop.link_pkts, buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk))
-    )  # the fabric's own
+        fab.tree,
+        config,
+        flows,
+        pk,
+        prop.link_pkts,
+        buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk)),  # the fabric's own
+        ecmp=_ecmp_inputs(fab, flows, p.seed) if config.scheme is Scheme.ECMP else None,
+    )
     return {
         "placed": True,
         **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()}, allowance),
     }
+
+
+def _ecmp_inputs(fab: Fabric, flows: list[Flow], seed: int) -> ideal.EcmpInputs:
+    """What the switches hashed during the run: their ECMP seeds as the kernel holds them, the flows' ports."""
+    assert fab.maps is not None
+    seeds = {}
+    for sw in switches.lb_switches(fab.tree):
+        cfg = fab.maps.switch_cfg.get(sw.nid)
+        assert cfg is not None  # an array map: every switch id has an entry
+        seeds[sw.name] = int(cfg.seed)
+    return ideal.EcmpInputs(seeds, {f.fid: source_port(f.fid, seed) for f in flows})
 
 
 def _sender_fault(inject: str | None) -> str | None:

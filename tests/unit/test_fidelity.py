@@ -226,6 +226,27 @@ def test_the_envelope_is_cached_by_its_inputs(tmp_path: Path) -> None:
     assert envelope.modelled(SchemeConfig(Scheme.REPS), flows, pk).startswith("the ideal fabric models")
 
 
+def test_ecmp_envelopes_are_cached_by_the_runs_hash_inputs(tmp_path: Path) -> None:
+    from testbed.measure import envelope
+    from testbed.models import ideal
+    from testbed.models.schemes import Scheme, SchemeConfig
+    from testbed.topology import FatTree
+    from traffic.packet import Packetizer
+    from traffic.workloads import WorkloadSpec, make_spec
+
+    t = FatTree(4, "ideal")
+    flows = make_spec(WorkloadSpec("permutation", 1 << 18, 3), t.n_hosts, t.hosts_per_pod)
+    pk, ecmp = Packetizer(), SchemeConfig(Scheme.ECMP)
+    sports = {f.fid: 50_000 + f.fid for f in flows}
+    envs = set()
+    for seed in range(1, 6):  # other switch seeds: other collisions, each its own cache entry
+        inputs = ideal.EcmpInputs({sw.name: seed for sw in t.switches}, sports)
+        a = envelope.envelope(t, ecmp, flows, pk, 0.0, draws=3, cache_dir=tmp_path, ecmp=inputs)
+        assert envelope.envelope(t, ecmp, flows, pk, 0.0, draws=3, cache_dir=tmp_path, ecmp=inputs) == a
+        envs.add(tuple(a.max_queue["edge_agg"]))
+    assert len(list(tmp_path.iterdir())) == 5 and len(envs) > 1
+
+
 def test_steal_is_reported_not_judged_and_cc_stalls_only_with_frames_waiting() -> None:
     assert fidelity.verdict(dataclasses.replace(clean(), cpu_steal=0.5)).valid
     from testbed.measure.transport import LoopTiming

@@ -5,11 +5,14 @@ w + 1, and what it does not model is refused."""
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 
-from testbed.models import ideal
+from testbed.models import decisions, ideal
 from testbed.models.schemes import Scheme, SchemeConfig, SchemeError
 from testbed.topology import FatTree
+from traffic.packet import ROCE_PORT
 from traffic.workloads import Flow, WorkloadSpec, make_spec
 
 MB = 1 << 20  # 256 full frames
@@ -48,6 +51,37 @@ def test_two_flows_on_one_uplink_take_twice_as_long() -> None:
         else:
             assert r.cct_pkts == pytest.approx(256 - NIC) and r.max_queue["edge_agg"] == 0
     assert seen == {round(256 - NIC, 6), round(512 - LINK, 6)}  # both happen over these seeds
+
+
+def test_ecmp_with_the_runs_hash_inputs_takes_the_kernels_uplinks() -> None:
+    # the same two flows under e0_0 as above: with a run's hash inputs they share an uplink exactly when the
+    # switches' hash (decisions.ecmp_port, lb_ecmp.h's mirror) puts them on one, whatever the draw's own seed
+    tree = FatTree(4, "t")
+    flows = [Flow(1, 0, 2, MB), Flow(2, 1, 3, MB)]
+    names = {h.nid: h.name for h in tree.hosts}
+    sports = {1: 50_001, 2: 50_002}
+    seen = set()
+    for sw_seed in range(1, 40):
+        inputs = ideal.EcmpInputs({sw.name: sw_seed for sw in tree.switches}, sports)
+        slots = [
+            decisions.ecmp_port(
+                tree.w,
+                sw_seed,
+                tree.host_ip(tree.by_name[names[f.src]]).packed,
+                tree.host_ip(tree.by_name[names[f.dst]]).packed,
+                struct.pack("!HH", sports[f.fid], ROCE_PORT),
+                17,
+            )
+            for f in flows
+        ]
+        shared = slots[0] == slots[1]
+        seen.add(shared)
+        for draw_seed in (1, 2, 3):
+            r = ideal.simulate(tree, SchemeConfig(Scheme.ECMP), flows, draw_seed, ecmp=inputs)
+            assert r.delivered == 512
+            assert r.cct_pkts == pytest.approx(512 - LINK if shared else 256 - NIC), (sw_seed, draw_seed)
+            assert (r.max_queue["edge_agg"] >= 250) is shared
+    assert seen == {True, False}  # both happen over these switch seeds
 
 
 @pytest.mark.parametrize("k", [4, 6, 8])

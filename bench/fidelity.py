@@ -7,8 +7,7 @@ For each fabric (topology and k) it tries the given host packet rates
 permutation at load 1.0 under each scheme (default Ofan and ECMP: Ofan's
 switch queues are the shallowest, ECMP's the deepest, and a port with a
 standing queue dequeues on its own timer every packet, which costs the
-emulator more: at k=4 ECMP stays valid only at half Ofan's rate) for every
-seed, and stops at the first rate where all runs are valid (no retries: the
+emulator more) for every seed, and stops at the first rate where all runs are valid (no retries: the
 envelope is "n of n", not
 "after retries") with CPU to spare: the median of the runs' busiest-CPU
 share at most --cpu-headroom (0.85), since a machine of this kind on a

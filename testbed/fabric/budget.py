@@ -11,7 +11,7 @@ what each point is). The budget of a fabric is interpolated linearly in its
 number of hosts between measured sizes (held at the nearest beyond them),
 and the auto rate spreads it over the hosts: hosts x rate / frame bits =
 budget, rounded down to two significant digits (k=4: 50 Mbit/s, k=12:
-1.5 Mbit/s, k=16: 640 kbit/s, leaf-spine k=64: 290 kbit/s). Runs that cost
+1.3 Mbit/s, k=16: 580 kbit/s, leaf-spine k=64: 290 kbit/s). Runs that cost
 more per packet than the budget's were measured apart and get a factor below
 it (packet_budget.json's "derated": host schemes with ACKs from 128 hosts).
 """

@@ -23,8 +23,8 @@ def test_auto_rate_gives_the_measured_configurations_their_own_rates_back() -> N
 def test_host_schemes_with_acks_are_derated_where_measured() -> None:
     """packet_budget.json's "derated": REPS with ACKs at k=8 was valid at 0.55 of the auto rate, not at 0.75."""
     k8, k4 = FatTree(8), FatTree(4)
-    assert budget.auto_rate_bps(k8, acks=True) == 4_600_000
-    assert budget.auto_rate_bps(k8, acks=True, host_lb=True) == 2_500_000  # 0.55 of 4.6 Mbit/s, rounded down
+    assert budget.auto_rate_bps(k8, acks=True) == 2_700_000
+    assert budget.auto_rate_bps(k8, acks=True, host_lb=True) == 1_400_000  # 0.55 of 2.7 Mbit/s, rounded down
     assert budget.auto_rate_bps(k4, acks=True, host_lb=True) == budget.auto_rate_bps(k4, acks=True)  # 16 hosts
     assert budget.auto_rate_bps(k8, host_lb=True) == budget.auto_rate_bps(k8)  # no ACKs: nothing measured
 

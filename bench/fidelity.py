@@ -7,9 +7,9 @@ For each fabric (topology and k) it tries the given host packet rates
 permutation at load 1.0 under each scheme (default Ofan and ECMP: Ofan's
 switch queues are the shallowest, ECMP's the deepest, and a port with a
 standing queue dequeues on its own timer every packet, which costs the
-emulator more) for every seed, and stops at the first rate where all runs are valid (no retries: the
-envelope is "n of n", not
-"after retries") with CPU to spare: the median of the runs' busiest-CPU
+emulator more) for every seed, and stops at the first rate where all runs
+are valid (no retries: the envelope is "n of n", not "after retries") with
+CPU to spare: the median of the runs' busiest-CPU
 share at most --cpu-headroom (0.85), since a machine of this kind on a
 slower day (measured: 10-25 % more CPU per packet on some days) must still
 carry the rate. It prints one JSON object: per fabric and rate, each run's

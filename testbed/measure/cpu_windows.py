@@ -92,7 +92,8 @@ def machine_jiffies(path: str = "/proc/stat") -> tuple[int, int]:
 
 @functools.cache
 def _all_cpuidle_files() -> tuple[str, ...]:
-    return tuple(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpuidle/state[0-9]*/time"))
+    """Every CPU's idle-state files, found once (the Sampler's per-CPU lists, flattened; none without cpuidle)."""
+    return tuple(path for cpu in _cpuidle_files(len(_stat_idle())) or [] for path in cpu)
 
 
 def machine_cpuidle_s() -> float:

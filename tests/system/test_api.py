@@ -22,43 +22,53 @@ ROOT = Path(__file__).resolve().parents[2]
 SWITCH_STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge")
 
 
+SEEDS = (3, 4, 5)
+MIN_BOTH_VALID = 1  # of the three pairs of single tries (each try ~95 % valid at this rate: envelopes.md)
+
+
 def test_a_run_through_the_api_is_the_run_of_the_command(tmp_path: Path) -> None:
+    via_api = {}
     with testbed.build(k=4, rate=TIMING_RATE_BPS, prefix="tap") as fab:
-        # a late sender moves a collision's queue by as many packets (8 in a CI run), and the verdict rejects
-        # that try: both sides compare valid runs, up to two retries each
-        r = fab.run("permutation", size="256KB", scheme="ecmp", seed=3, retries=2)
-        assert isinstance(r, testbed.Result) and r.out_dir is None and r.json()["fidelity"]["valid"]
-        assert len(r.ports) == len(r.json()["ports"]) and len(r.flows) == 16 and r.timeseries is not None
-    c = cli(
-        "run",
-        "--workload",
-        "permutation",
-        "--size",
-        "256KB",
-        "--scheme",
-        "ecmp",
-        "--seed",
-        "3",
-        "--retries",
-        "2",
-        "--k",
-        "4",
-        "--rate",
-        f"{TIMING_RATE_BPS}bit",
-        "--json",
-        "--out",
-        str(tmp_path / "cli"),
-        "--prefix",
-        "tcl",
-    )
-    assert c.returncode == 0, c.stderr
-    via_cli = json.loads(c.stdout)
-    assert via_cli["fidelity"]["valid"]
-    assert set(via_cli) == set(r.json())  # the same fields
-    # the same paths: every port carried exactly as many packets (ECMP's hash is fixed by the seed)
-    assert {p["port"]: p["tx_pkts"] for p in via_cli["ports"]} == {p["port"]: p["tx_pkts"] for p in r.json()["ports"]}
-    for stage in SWITCH_STAGES:  # and so the same queues, give or take the one packet the senders' timing moves
-        assert abs(via_cli["queues"][stage]["max_pkts"] - r.queues[stage]["max_pkts"]) <= 1, stage
+        for seed in SEEDS:  # one try each
+            r = fab.run("permutation", size="256KB", scheme="ecmp", seed=seed)
+            assert isinstance(r, testbed.Result) and r.out_dir is None
+            assert len(r.ports) == len(r.json()["ports"]) and len(r.flows) == 16 and r.timeseries is not None
+            via_api[seed] = r.json()
+    compared = 0
+    for seed in SEEDS:
+        c = cli(
+            "run",
+            "--workload",
+            "permutation",
+            "--size",
+            "256KB",
+            "--scheme",
+            "ecmp",
+            "--seed",
+            str(seed),
+            "--retries",
+            "0",
+            "--k",
+            "4",
+            "--rate",
+            f"{TIMING_RATE_BPS}bit",
+            "--json",
+            "--out",
+            str(tmp_path / f"cli{seed}"),
+            "--prefix",
+            "tcl",
+        )
+        assert c.returncode == 0, c.stderr
+        via_cli, api = json.loads(c.stdout), via_api[seed]
+        assert set(via_cli) == set(api)  # the same fields
+        # the same paths: every port carried exactly as many packets (ECMP's hash is fixed by the seed)
+        assert {p["port"]: p["tx_pkts"] for p in via_cli["ports"]} == {p["port"]: p["tx_pkts"] for p in api["ports"]}
+        if not (via_cli["fidelity"]["valid"] and api["fidelity"]["valid"]):
+            continue  # a late sender moves a collision's queue by as many packets (8 in one CI run)
+        compared += 1
+        for stage in SWITCH_STAGES:  # and so the same queues, give or take the one packet the senders' timing moves
+            assert abs(via_cli["queues"][stage]["max_pkts"] - api["queues"][stage]["max_pkts"]) <= 1, (seed, stage)
+    assert compared >= MIN_BOTH_VALID
     assert leftovers("tap") == leftovers("tcl") == []
 
 

@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -25,8 +29,29 @@ def test_w6_gives_at_least_30_cyclic_orders() -> None:
     assert decisions.distinct_cycles(tuple(range(6))) < 30
 
 
-def test_basis_is_deterministic() -> None:
-    assert decisions.choose_basis(6) == decisions.choose_basis(6)
+@pytest.mark.parametrize("w", [2, 6, 8])
+def test_basis_is_the_same_on_every_run(w: int) -> None:
+    """choose_basis is cached, so calling it twice compares a tuple with itself: the basis is computed again here,
+    uncached, after the global random state moved, and in a fresh interpreter with another hash seed. A fabric's
+    switches get it when it is built (testbed.dataplane.switches), the ideal fabric computes it again in whatever
+    process plays a run: every process must find the same basis."""
+    cached = decisions.choose_basis(w)
+    state = random.getstate()
+    try:
+        random.seed(12345)
+        recomputed = decisions.choose_basis.__wrapped__(w)
+    finally:
+        random.setstate(state)
+    assert recomputed == cached
+    code = f"from testbed.models import decisions; print(list(decisions.choose_basis({w})))"
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "PYTHONHASHSEED": "4242"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert tuple(json.loads(out.stdout)) == cached
 
 
 def test_xor_w_is_a_bijection() -> None:

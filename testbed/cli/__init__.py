@@ -78,8 +78,34 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("testbed: interrupted", file=sys.stderr)
         return 130
+    except ModuleNotFoundError as e:
+        if os.environ.get("TESTBED_DEBUG"):
+            raise
+        print(_missing_binding(e) or _internal_error(e), file=sys.stderr)
+        return 1
     except Exception as e:
         if os.environ.get("TESTBED_DEBUG"):
             raise
-        print(f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(_internal_error(e), file=sys.stderr)
         return 1
+
+
+# The kernel's Python bindings the commands import when they reach the kernel: bcc comes from Debian's
+# python3-bpfcc, built for Debian's python3 alone, so another interpreter (a pyenv or conda Python that ran
+# `pip install .`) has none; scripts/setup's .venv is Debian's python3 with python3-bpfcc linked in.
+_BINDINGS = {"bcc": "bcc (Debian's python3-bpfcc)", "pyroute2": "pyroute2"}
+
+
+def _missing_binding(e: ModuleNotFoundError) -> str | None:
+    """One line for a kernel binding this interpreter cannot import (None for any other missing module)."""
+    top = (e.name or "").partition(".")[0]
+    if top not in _BINDINGS:
+        return None
+    return (
+        f"testbed: error: this interpreter ({sys.executable}) cannot import {_BINDINGS[top]}: run `sudo ./scripts/setup`, "
+        "then ./scripts/testbed or .venv/bin/testbed (the project's venv, which links Debian's python3-bpfcc)"
+    )
+
+
+def _internal_error(e: Exception) -> str:
+    return f"testbed: internal error: {type(e).__name__}: {e} (TESTBED_DEBUG=1 for the traceback)"

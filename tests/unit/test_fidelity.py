@@ -12,6 +12,7 @@ import pytest
 
 from testbed.fabric.qdisc_timers import TimerLateness
 from testbed.measure import fidelity
+from testbed.measure.cpu_windows import Busiest
 from testbed.measure.fidelity import Delivery, Evidence
 
 T = 0.00066  # one packet time, s
@@ -72,6 +73,10 @@ FAULTS = {
     "softnet": ({"softnet_drops": 3, "delivery": _delivery(emulator_drops=3)}, "3 packets dropped by the per-CPU"),
     "data plane": ({"delivery": _delivery(emulator_drops=1)}, "1 packets dropped by the data plane's error paths"),
     "busy CPU": ({"cpu_busiest": 0.99}, "a CPU was 99 % busy"),
+    "busy CPU window": (
+        {"cpu_window": Busiest(0.99, 1, 0.25, 0.1)},
+        "a CPU was 99 % busy over 100 ms (CPU 1, 0.25 s into the run; maximum 98 %)",
+    ),
     "CPU gap": (
         {"timers": TimerLateness(2000, 20e-6, 5e-3, 1, 3), "link_packet_time_s": 1e-3},
         "a qdisc timer fired 5.0 ms late on CPU 1, 5.0 packet times (maximum 4)",
@@ -298,7 +303,6 @@ def test_every_figure_of_the_verdict_has_its_results_column() -> None:
     """results.parquet carries every one-number figure of the verdict (each criterion's and those reported
     beside them), the delivery balance, the qdisc timers', the transport's and the ideal fabric's."""
     from testbed.measure import envelope
-    from testbed.measure.cpu_windows import Busiest
     from testbed.measure.transport import LoopTiming
     from testbed.run.sweep import SWITCH_STAGES, TRANSPORT_FIELDS, fidelity_columns
 
@@ -340,3 +344,132 @@ def test_every_figure_of_the_verdict_has_its_results_column() -> None:
     paced = fidelity_columns(fidelity.verdict(clean()).to_json())  # no transport, timers or ideal: NaN, not absent
     assert set(paced) == set(row)
     assert math.isnan(paced["fidelity_transport_send_late_max_pkts"]) and math.isnan(paced["fidelity_ideal_cct_z"])
+
+
+def _loop(**kw: float) -> object:
+    from testbed.measure.transport import LoopTiming
+
+    zero = dict.fromkeys((f.name for f in dataclasses.fields(LoopTiming)), 0)
+    return LoopTiming(**{**zero, "base_rtt_pkts": 150.0, **kw})  # type: ignore[arg-type]
+
+
+def _timers(max_s: float) -> TimerLateness:
+    return TimerLateness(2000, 20e-6, max_s, 1, 3)
+
+
+# Each criterion of the table: its figure just past its threshold, the same figure just within (at the threshold
+# where the comparison is strict), and the start of the reason it gives past it.
+ACROSS: dict[str, tuple[dict[str, object], dict[str, object], str]] = {
+    "start together": (
+        {"start_skew_s": 1.01 * fidelity.START_SKEW_MAX_PKTS * T},
+        {"start_skew_s": fidelity.START_SKEW_MAX_PKTS * T},
+        "senders started 0.67 ms apart, 1.0 packet times (maximum 1)",
+    ),
+    "pacing": (
+        {"pacing": {"h0": fidelity.PACING_TOLERANCE + 1e-4}},
+        {"pacing": {"h0": -fidelity.PACING_TOLERANCE}},
+        "host pacing off by +2.0 % at h0 (tolerance 2.0 %)",
+    ),
+    "emulator timing": (
+        {"timing_excess_pkts": fidelity.TIMING_EXCESS_MAX * 400 + 0.01, "bound_pkts": 400.0},
+        {"timing_excess_pkts": fidelity.TIMING_EXCESS_MAX * 400, "bound_pkts": 400.0},
+        "start offsets and late NICs can have added 0.5 % to the CCT (2.0 packet times; maximum 0.5 %)",
+    ),
+    "periodicity": (
+        {"nic_burst_pkts": {"h0": fidelity.NIC_BURST_MAX_PKTS + 0.01}},
+        {"nic_burst_pkts": {"h0": fidelity.NIC_BURST_MAX_PKTS}},
+        "NIC of h0 ran 0.5 frames ahead of strict periodicity (maximum 0.5; 0 frames back to back)",
+    ),
+    "stalls": (
+        {"nic_stall_pkts": {"h0": fidelity.STALL_MAX_PKTS + 0.01}},
+        {"nic_stall_pkts": {"h0": fidelity.STALL_MAX_PKTS}},
+        "NIC of h0 stalled for 4.0 packet times (maximum 4; its queue was not observed)",
+    ),
+    "service": (
+        {"service": {"p0": fidelity.SERVICE_MIN - 1e-4}},
+        {"service": {"p0": fidelity.SERVICE_MIN}},
+        "busy link p0 served at 97.0 % of its rate (minimum 97 %)",
+    ),
+    "delivery": (
+        {"delivery": _delivery(received=96)},
+        {"delivery": _delivery(received=96, counted_losses=4)},
+        "1 of 100 data packets lost without a trace",
+    ),
+    "emulator losses": (
+        {"softnet_drops": 1, "delivery": _delivery(emulator_drops=1)},
+        {"softnet_drops": 0, "delivery": _delivery(emulator_drops=0)},
+        "1 packets dropped by the per-CPU backlog (emulator overload)",
+    ),
+    "CPU": (
+        {"cpu_busiest": fidelity.CPU_BUSIEST_MAX + 0.001},
+        {"cpu_busiest": fidelity.CPU_BUSIEST_MAX},
+        "a CPU was 98 % busy over the run (maximum 98 %)",
+    ),
+    "other processes": (
+        {"outside_cpu": fidelity.OUTSIDE_CPU_MAX + 0.001, "window_s": 1.0, "outside_worst": "cc1 (pid 7)"},
+        {"outside_cpu": fidelity.OUTSIDE_CPU_MAX, "window_s": 1.0, "outside_worst": "cc1 (pid 7)"},
+        "processes outside the run took 5 % of a CPU during it (maximum 5 %; the busiest cc1 (pid 7))",
+    ),
+    "CPU gaps": (
+        {"timers": _timers(fidelity.TIMER_LATE_MAX_PKTS * 0.5 + 0.001), "link_packet_time_s": 0.5},
+        {"timers": _timers(fidelity.TIMER_LATE_MAX_PKTS * 0.5), "link_packet_time_s": 0.5},
+        "a qdisc timer fired 2001.0 ms late on CPU 1, 4.0 packet times (maximum 4)",
+    ),
+    "exact maxima": ({"max_giveups": 1}, {"max_giveups": 0}, "1 queue-maximum updates gave up under contention"),
+    "REPS feedback": ({"feedback_lost": 1}, {"feedback_lost": 0}, "1 REPS entropies were lost in a full delay line"),
+    "transport": (
+        {"loop": _loop(ack_late_p50_pkts=fidelity.late_tolerance("p50", 150.0) + 0.01)},
+        {"loop": _loop(ack_late_p50_pkts=fidelity.late_tolerance("p50", 150.0))},
+        "the transport fell behind: ACKs acted on late by 0.39 / 0.00 / 0.0 packet times",
+    ),
+    "the ideal fabric": (
+        {"ideal": {"placed": True, "reasons": ["CCT increase +9.00 % is outside"]}},
+        {"ideal": {"placed": True, "reasons": []}},
+        "against the ideal fabric: CCT increase +9.00 % is outside",
+    ),
+}
+
+
+def test_every_criterion_of_the_table_is_pushed_across_its_threshold() -> None:
+    assert [c.name for c in fidelity.CRITERIA] == list(ACROSS)  # in the order the verdict gives their reasons
+
+
+@pytest.mark.parametrize("criterion", fidelity.CRITERIA, ids=lambda c: c.name)
+def test_each_criterion_gives_its_reason_past_its_threshold_and_none_within(criterion: fidelity.Criterion) -> None:
+    past, within, reason = ACROSS[criterion.name]
+    e = dataclasses.replace(clean(), **past)  # type: ignore[arg-type]
+    v = fidelity.verdict(e)
+    assert not v.valid and len(v.reasons) == 1 and v.reasons[0].startswith(reason), v.reasons
+    assert criterion.check(e) == v.reasons  # the reason is this criterion's, from its own check
+    ok = dataclasses.replace(clean(), **within)  # type: ignore[arg-type]
+    assert criterion.check(ok) == [] and fidelity.verdict(ok).valid, fidelity.verdict(ok).reasons
+
+
+# fidelity.tolerances as `run --json` reported it before the criteria became one table: result files and their
+# readers rely on these keys and values
+TOLERANCES_SNAPSHOT = {
+    "pacing": 0.02,
+    "service_min": 0.97,
+    "start_skew_pkts": 1.0,
+    "nic_burst_pkts": 0.5,
+    "nic_stall_pkts": 4.0,
+    "cpu_busiest": 0.98,
+    "timer_late_pkts": 4.0,
+    "outside_cpu": 0.05,
+    "timing_excess_share": 0.005,
+    "timing_excess_floor_pkts": 1.5,
+    "transport_late_p50_share_of_base_rtt": 0.0025,
+    "transport_late_p99_share_of_base_rtt": 0.01,
+    "transport_late_max_share_of_base_rtt": 0.05,
+    "transport_late_p50_floor_pkts": 0.25,
+    "transport_late_p99_floor_pkts": 1.0,
+    "transport_late_max_floor_pkts": 4.0,
+}
+
+
+def test_the_tolerances_are_the_tables_and_what_they_were() -> None:
+    limits = [name for c in fidelity.CRITERIA for name, _ in c.limits]
+    assert len(limits) == len(set(limits))  # no two criteria report one tolerance
+    assert {name: v for c in fidelity.CRITERIA for name, v in c.limits} == fidelity.TOLERANCES
+    assert fidelity.TOLERANCES == TOLERANCES_SNAPSHOT
+    assert fidelity.verdict(clean()).tolerances == TOLERANCES_SNAPSHOT

@@ -202,100 +202,123 @@ class Fabric:
         than Python there, so the two cores stay busy); then every port's link
         state is synchronised and the build waits until the kernel has every port
         up."""
-        spec, tree = self.spec, self.tree
-        if state.load(spec.prefix) is not None or netns.listed(spec.prefix):
-            raise FabricError(f"a fabric with prefix {spec.prefix!r} is already up (testbed down or clean first)")
-        capacity.raise_open_file_limit()
-        self._claimed = True
+        self._claim()
         times = self.times
         t0 = time.perf_counter()
-        state.save(
-            state.FabricState(
-                spec.prefix,
-                spec.k,
-                spec.rate_bps,
-                spec.mtu,
-                spec.burst,
-                spec.buffer_bytes,
-                spec.scheme.label,
-                time.time(),
-                topology=spec.topology,
-                wire_overhead=spec.wire_overhead,
-                ack_priority=spec.ack_priority,
-            )
-        )
-        compiling = CompileThread(Dims.of(tree, spec.queue_max_tries))
+        state.save(self._state())
+        compiling = CompileThread(Dims.of(self.tree, self.spec.queue_max_tries))
         netns.prepare_run_dir()
         made: dict[str, tuple[Netlink, socket.socket]] = {}
         fds: dict[str, int] = {}
         try:
-            netns.create_many(
-                [tree.ns(n.name) for n in tree.nodes],
-                _inside_new_namespace,
-                made,
-                threads=netns_threads(len(tree.nodes)),
-            )
-            for node in tree.nodes:
-                fds[node.name] = netns.open_fd(tree.ns(node.name))
+            self._create_namespaces(made, fds)
             t1 = time.perf_counter()
             times.namespaces_s = t1 - t0
-            with Netlink() as root:
-                root.run(self._veth_requests(fds))
+            self._create_links(fds)
             t2 = time.perf_counter()
             times.links_s = t2 - t1
-            for node in tree.nodes:
-                nl, ioctl = made[tree.ns(node.name)]
-                nl.run(self._qdisc_requests(node))
-                for p in tree.ports_of[node.name]:
-                    offloads_off(ioctl, p.ifname)
+            self._create_qdiscs(made)
             t3 = time.perf_counter()
             times.qdiscs_s = t3 - t2
             self.compiled = compiling.get()
             t4 = time.perf_counter()
             times.compile_wait_s = t4 - t3
-            self.compiled.pin(spec.prefix)
-            self.maps = Maps(spec.prefix)
-            with ThreadPoolExecutor(max_workers=1, thread_name_prefix="program-maps") as pool:
-                programmed = pool.submit(self._program_maps)
-                for phase in (self._filter_requests, self._up_requests, self._host_requests):
-                    for node in tree.nodes:
-                        made[tree.ns(node.name)][0].run(phase(node))
-                t5 = time.perf_counter()
-                times.configure_s = t5 - t4
-                for node in tree.nodes:
-                    for p in tree.ports_of[node.name]:
-                        link_sync(made[tree.ns(node.name)][1], p.ifname)
-                self._wait_links_up({node.name: made[tree.ns(node.name)][0] for node in tree.nodes})
-                times.links_up_wait_s = time.perf_counter() - t5
-                times.maps_s = programmed.result()
-            times.maps_wait_s = time.perf_counter() - t5 - times.links_up_wait_s
+            self._configure(made, since=t4)
         finally:
-            for nl, ioctl in made.values():
-                nl.close()
-                ioctl.close()
-            for fd in fds.values():
-                os.close(fd)
-            if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
-                with contextlib.suppress(Exception):
-                    self.compiled = compiling.get()
-        state.save(
-            state.FabricState(
-                spec.prefix,
-                spec.k,
-                spec.rate_bps,
-                spec.mtu,
-                spec.burst,
-                spec.buffer_bytes,
-                spec.scheme.label,
-                time.time(),
-                prog_ids=self.compiled.prog_ids(),
-                complete=True,
-                topology=spec.topology,
-                wire_overhead=spec.wire_overhead,
-                ack_priority=spec.ack_priority,
-            )
-        )
+            self._close_build(made, fds, compiling)
+        state.save(self._state(prog_ids=self.compiled.prog_ids(), complete=True))
         times.total_s = time.perf_counter() - t0
+
+    def _claim(self) -> None:
+        """Refuse a prefix that is up (or left behind), then claim it: from here teardown may clean it."""
+        prefix = self.spec.prefix
+        if state.load(prefix) is not None or netns.listed(prefix):
+            raise FabricError(f"a fabric with prefix {prefix!r} is already up (testbed down or clean first)")
+        capacity.raise_open_file_limit()
+        self._claimed = True
+
+    def _state(self, prog_ids: dict[str, int] | None = None, complete: bool = False) -> state.FabricState:
+        """The record of this fabric (/run/testbed): saved when the build starts, and again, complete with its
+        programs' ids, when it is done."""
+        spec = self.spec
+        return state.FabricState(
+            prefix=spec.prefix,
+            k=spec.k,
+            rate_bps=spec.rate_bps,
+            mtu=spec.mtu,
+            burst_bytes=spec.burst,
+            buffer_bytes=spec.buffer_bytes,
+            scheme=spec.scheme.label,
+            created=time.time(),
+            prog_ids=prog_ids or {},
+            complete=complete,
+            topology=spec.topology,
+            wire_overhead=spec.wire_overhead,
+            ack_priority=spec.ack_priority,
+        )
+
+    def _create_namespaces(self, made: dict[str, tuple[Netlink, socket.socket]], fds: dict[str, int]) -> None:
+        """Every node's namespace, with a netlink and an ioctl socket made inside it (`made`, by namespace) and
+        the namespace's file (`fds`, by node)."""
+        tree = self.tree
+        netns.create_many(
+            [tree.ns(n.name) for n in tree.nodes],
+            _inside_new_namespace,
+            made,
+            threads=netns_threads(len(tree.nodes)),
+        )
+        for node in tree.nodes:
+            fds[node.name] = netns.open_fd(tree.ns(node.name))
+
+    def _create_links(self, fds: dict[str, int]) -> None:
+        """Every veth pair, both ends made in their namespaces, in one batch from the root namespace."""
+        with Netlink() as root:
+            root.run(self._veth_requests(fds))
+
+    def _create_qdiscs(self, made: dict[str, tuple[Netlink, socket.socket]]) -> None:
+        """Each namespace's qdiscs (one batch each), and its ports' offloads off."""
+        tree = self.tree
+        for node in tree.nodes:
+            nl, ioctl = made[tree.ns(node.name)]
+            nl.run(self._qdisc_requests(node))
+            for p in tree.ports_of[node.name]:
+                offloads_off(ioctl, p.ifname)
+
+    def _configure(self, made: dict[str, tuple[Netlink, socket.socket]], since: float) -> None:
+        """The compiled programs pinned; their maps programmed in a thread while this one attaches the programs,
+        sets every port up and gives the hosts their addresses; then every port's link state synchronised and
+        the wait until the kernel has every port up. `since`: when the step began (the configure time's start)."""
+        assert self.compiled is not None
+        spec, tree, times = self.spec, self.tree, self.times
+        self.compiled.pin(spec.prefix)
+        self.maps = Maps(spec.prefix)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="program-maps") as pool:
+            programmed = pool.submit(self._program_maps)
+            for phase in (self._filter_requests, self._up_requests, self._host_requests):
+                for node in tree.nodes:
+                    made[tree.ns(node.name)][0].run(phase(node))
+            t5 = time.perf_counter()
+            times.configure_s = t5 - since
+            for node in tree.nodes:
+                for p in tree.ports_of[node.name]:
+                    link_sync(made[tree.ns(node.name)][1], p.ifname)
+            self._wait_links_up({node.name: made[tree.ns(node.name)][0] for node in tree.nodes})
+            times.links_up_wait_s = time.perf_counter() - t5
+            times.maps_s = programmed.result()
+        times.maps_wait_s = time.perf_counter() - t5 - times.links_up_wait_s
+
+    def _close_build(
+        self, made: dict[str, tuple[Netlink, socket.socket]], fds: dict[str, int], compiling: CompileThread
+    ) -> None:
+        """The build's sockets and namespace files closed, whether it finished or not."""
+        for nl, ioctl in made.values():
+            nl.close()
+            ioctl.close()
+        for fd in fds.values():
+            os.close(fd)
+        if self.compiled is None:  # an earlier step failed: keep the program so teardown closes it
+            with contextlib.suppress(Exception):
+                self.compiled = compiling.get()
 
     def _wait_links_up(self, socks: dict[str, Netlink], timeout_s: float = 30.0) -> None:
         """Until the kernel has brought every port up: it processes carrier changes (and activates the qdiscs)
@@ -328,7 +351,15 @@ class Fabric:
             a, b = self.tree.ports[ln.a_gid], self.tree.ports[ln.b_gid]
             reqs.append(
                 netlink.veth_pair(
-                    a.ifname, a.ifindex, a.mac, fds[ln.a], b.ifname, b.ifindex, b.mac, fds[ln.b], self.spec.mtu
+                    name=a.ifname,
+                    index=a.ifindex,
+                    mac=a.mac,
+                    ns_fd=fds[ln.a],
+                    peer_name=b.ifname,
+                    peer_index=b.ifindex,
+                    peer_mac=b.mac,
+                    peer_ns_fd=fds[ln.b],
+                    mtu=self.spec.mtu,
                 )
             )
         return reqs

@@ -52,7 +52,13 @@ def qdisc_stats(tree: FatTree) -> dict[int, QdiscStats]:
             continue
         b = st.get_attr("TCA_STATS_BASIC")
         out[m["index"]] = QdiscStats(
-            m["index"], b["packets"], b["bytes"], q["drops"], q["backlog"], q["qlen"], q["overlimits"]
+            ifindex=m["index"],
+            packets=b["packets"],
+            bytes=b["bytes"],
+            drops=q["drops"],
+            backlog_bytes=q["backlog"],
+            qlen=q["qlen"],
+            overlimits=q["overlimits"],
         )
     # the TBF counts its child's drops too: the ACK class's are taken out of the data's
     return {i: replace(s, ack_drops=ack_drops.get(i, 0)) for i, s in out.items()}

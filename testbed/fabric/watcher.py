@@ -151,13 +151,13 @@ class Watcher:
         t_done = time.monotonic_ns()
         self.seq += 1
         ev = LinkEvent(
-            self.seq,
-            sorted(failed - self.failed),
-            sorted(self.failed - failed),
-            sorted(failed),
-            t_event,
-            t_done,
-            (t_done - t_event) / 1e6,
+            seq=self.seq,
+            links_down=sorted(failed - self.failed),
+            links_up=sorted(self.failed - failed),
+            failed=sorted(failed),
+            t_event_ns=t_event,
+            t_converged_ns=t_done,
+            convergence_ms=(t_done - t_event) / 1e6,
             map_writes=len(masks) + len(downs) + len(paths),
         )
         dead = [ln for ln in self.tree.links if ln.name in ev.links_down]

@@ -72,34 +72,34 @@ def read_ports(maps: Maps, tree: FatTree) -> dict[int, PortSample]:
         occ_p, occ_b = signed(q.pkts), signed(q.bytes)
         busy = q.busy_ns + (now - q.busy_since if occ_p > 0 and q.busy_since else 0)
         out[p.ifindex] = PortSample(
-            p.ifindex,
-            occ_p,
-            occ_b,
-            q.max_pkts,
-            q.max_bytes,
-            signed(q.area_pkts + occ_p * now),
-            signed(q.area_bytes + occ_b * now),
-            q.tx_pkts,
-            q.tx_bytes,
-            q.rx_pkts,
-            q.rx_bytes,
-            q.first_rx_ns,
-            q.last_rx_ns,
-            q.first_tx_ns,
-            q.last_tx_ns,
-            busy,
-            q.busy_periods,
-            q.max_giveups,
-            q.nic_work_max_ns,
-            q.nic_gap_max_ns,
-            q.nic_b2b,
-            q.ecn_marked,
-            q.nic_last_data_ns,
-            q.nic_data_bytes,
-            q.buf_drops,
-            q.buf_ack_drops,
-            q.nic_dry_gap_max_ns,
-            q.nic_held_gap_max_ns,
+            ifindex=p.ifindex,
+            pkts=occ_p,
+            bytes=occ_b,
+            max_pkts=q.max_pkts,
+            max_bytes=q.max_bytes,
+            integral_pkts_ns=signed(q.area_pkts + occ_p * now),
+            integral_bytes_ns=signed(q.area_bytes + occ_b * now),
+            tx_pkts=q.tx_pkts,
+            tx_bytes=q.tx_bytes,
+            rx_pkts=q.rx_pkts,
+            rx_bytes=q.rx_bytes,
+            first_rx_ns=q.first_rx_ns,
+            last_rx_ns=q.last_rx_ns,
+            first_tx_ns=q.first_tx_ns,
+            last_tx_ns=q.last_tx_ns,
+            busy_ns=busy,
+            busy_periods=q.busy_periods,
+            max_giveups=q.max_giveups,
+            nic_work_max_ns=q.nic_work_max_ns,
+            nic_gap_max_ns=q.nic_gap_max_ns,
+            nic_b2b=q.nic_b2b,
+            ecn_marked=q.ecn_marked,
+            nic_last_data_ns=q.nic_last_data_ns,
+            nic_data_bytes=q.nic_data_bytes,
+            buf_drops=q.buf_drops,
+            buf_ack_drops=q.buf_ack_drops,
+            nic_dry_gap_max_ns=q.nic_dry_gap_max_ns,
+            nic_held_gap_max_ns=q.nic_held_gap_max_ns,
         )
     return out
 
@@ -242,7 +242,18 @@ def read_flows(maps: Maps, max_fid: int) -> dict[int, FlowSample]:
     for fid in range(1, max_fid + 1):
         f = arr[fid]
         if f.pkts:
-            out[fid] = FlowSample(fid, f.pkts, f.bytes, f.first_ns, f.last_ns, f.ooo, f.max_disp, f.ce, f.uniq, f.dups)
+            out[fid] = FlowSample(
+                fid=fid,
+                pkts=f.pkts,
+                bytes=f.bytes,
+                first_ns=f.first_ns,
+                last_ns=f.last_ns,
+                ooo=f.ooo,
+                max_disp=f.max_disp,
+                ce=f.ce,
+                uniq=f.uniq,
+                dups=f.dups,
+            )
     return out
 
 

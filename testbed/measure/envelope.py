@@ -125,7 +125,7 @@ def envelope(
     """The ideal fabric's CCT increase and per-stage largest queue over `draws` draws (cached), with the run's
     fabric's buckets (`buckets_bytes`: its links' and NICs', bytes of line time; default the default MTU's) and,
     for ECMP, the run's hash inputs (`ecmp`)."""
-    key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes, ecmp)
+    key = key_of(tree, config, flows, pk, propagation_pkts, draws, buckets_bytes=buckets_bytes, ecmp=ecmp)
     path = cache_dir / f"{key}.json" if cache_dir is not None else None
     if path is not None and path.exists():
         d = json.loads(path.read_text())

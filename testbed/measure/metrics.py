@@ -191,15 +191,15 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
         s = ports[p.ifindex]
         out.append(
             PortQueue(
-                p.label,
-                p.stage.label,
-                s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
-                s.max_pkts,
-                s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0,
-                s.max_bytes,
-                s.tx_pkts,
-                s.ecn_marked,
-                s.buf_drops + s.buf_ack_drops,
+                port=p.label,
+                stage=p.stage.label,
+                avg_pkts=s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
+                max_pkts=s.max_pkts,
+                avg_bytes=s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0,
+                max_bytes=s.max_bytes,
+                tx_pkts=s.tx_pkts,
+                ecn_marked=s.ecn_marked,
+                drops=s.buf_drops + s.buf_ack_drops,
             )
         )
     return out

@@ -87,15 +87,15 @@ class LoopTiming:
     @classmethod
     def of(cls, lat: Lateness, pkt_ns: float, incomplete: int, base_rtt_ns: float) -> LoopTiming:
         return cls(
-            lat.ack_p50_ns / pkt_ns,
-            lat.ack_p99_ns / pkt_ns,
-            lat.ack_max_ns / pkt_ns,
-            lat.send_p50_ns / pkt_ns,
-            lat.send_p99_ns / pkt_ns,
-            lat.send_max_ns / pkt_ns,
-            lat.ring_overflow,
-            incomplete,
-            base_rtt_ns / pkt_ns,
+            ack_late_p50_pkts=lat.ack_p50_ns / pkt_ns,
+            ack_late_p99_pkts=lat.ack_p99_ns / pkt_ns,
+            ack_late_max_pkts=lat.ack_max_ns / pkt_ns,
+            send_late_p50_pkts=lat.send_p50_ns / pkt_ns,
+            send_late_p99_pkts=lat.send_p99_ns / pkt_ns,
+            send_late_max_pkts=lat.send_max_ns / pkt_ns,
+            ring_overflow=lat.ring_overflow,
+            incomplete_flows=incomplete,
+            base_rtt_pkts=base_rtt_ns / pkt_ns,
         )
 
 

@@ -4,8 +4,8 @@
  * (switch_cfg.scheme) picks for a packet going up, among the uplinks still
  * valid for its destination key d (of n_keys; dst_edge: the destination's
  * edge switch, global index); NO_UPLINK if none is. One
- * case per scheme of testbed.dataplane.schemes.Scheme, each calling its
- * lb_*.h helper; its Python model is testbed.dataplane.models.MODELS
+ * case per scheme of testbed.models.schemes.Scheme, each calling its
+ * lb_*.h helper; its Python model is testbed.models.decisions.MODELS
  * (docs/adding-a-scheme.md). Packets shorter than SMALL_MAX_BYTES use the
  * small size class (ACKs), the others the data class.
  */

@@ -37,7 +37,8 @@
  * became usable. So the metric a decision sees is between one and one and a
  * half round trips old (exactly the last write without propagation).
  * Feedback rides on whatever goes the other way: run CONGA with ACKs.
- * Mirrored by testbed.dataplane.models.model_conga and conga_header.
+ * Mirrored by testbed.models.decisions.model_conga and
+ * testbed.models.sampled.conga_header.
  * Concurrency: the DRE takes fetch-adds; tables are plain stores (last
  * writer wins) read racily; the feedback pointer takes a fetch-add.
  */

@@ -1,7 +1,7 @@
 /* lb_dlb.h: schemes that choose by sampled port quality (lb_sample.h).
  *
  * Contract: each returns a valid uplink slot (bit set in `mask`, never 0
- * here) of switch sw. Mirrored by testbed.dataplane.models.model_dlb and
+ * here) of switch sw. Mirrored by testbed.models.decisions.model_dlb and
  * model_sglb.
  *   dlb:  Broadcom-style dynamic load balancing per packet, as the Ofan
  *         paper reads it (SGLB's two local kinds of information): the valid

@@ -2,7 +2,8 @@
  *
  * Contract: lb_ecmp_pick() returns a valid uplink slot: the (hash mod number
  * of valid uplinks)-th valid one (`mask` is never 0 here). The hash is
- * mirrored exactly by testbed.dataplane.models.ecmp_hash (same words, same order):
+ * mirrored exactly by testbed.models.decisions.ecmp_hash (same words, same
+ * order):
  * the IPv4 addresses and the first 4 bytes of the L4 header (UDP/TCP ports)
  * are read as little-endian u32 words as they lie in the packet.
  * Stateless: no concurrency concerns.

@@ -9,7 +9,7 @@
  * whose labelled uplink is not valid for the destination (a host acting on a
  * stale view of the failures), gets NO_LABEL and is routed by ECMP among the
  * valid uplinks (lb.h); the second case counts CNT_LABEL_INVALID. Stateless.
- * Mirrored by testbed.dataplane.models.label_slot.
+ * Mirrored by testbed.models.decisions.label_slot.
  */
 #pragma once
 #include "maps.h"

@@ -2,11 +2,12 @@
  *
  * Contract: uplink_mask[sw * N_KEYS + d] holds one bit per uplink slot of
  * switch sw: set when the uplink still leads to destination key d over a
- * valid shortest path (written by testbed.dataplane.control). A mask of 0 means the
+ * valid shortest path (computed by testbed.models.control.routing, written by
+ * testbed.dataplane.switches.set_uplink_masks). A mask of 0 means the
  * destination cannot be reached upward from this switch. lb_mask_nth(mask, n)
  * returns the slot of the n-th set bit (n < lb_mask_count(mask)), counting
  * from slot 0, without branches (lb_arith.h). Mirrored by
- * testbed.dataplane.models.valid_slots.
+ * testbed.models.decisions.valid_slots.
  */
 #pragma once
 #include "maps.h"

@@ -16,7 +16,7 @@
  *   Ofan              one set per switch (pipe 0 of ofan_ptr);
  *   pOfan, P ports    one set per pipe, pipe = ingress port number / P;
  *   pOfan, per-CPU    one set per CPU (ofan_ptr_cpu), CPUs standing in for pipes.
- * Mirrored by testbed.dataplane.models.ofan_port and pofan_pipe.
+ * Mirrored by testbed.models.decisions.ofan_port and pofan_pipe.
  * Concurrency: shared pointers (Ofan, pipes) take a 64-bit fetch-add, so each
  * packet gets its own pointer value even when CPUs race; per-CPU pointers are
  * only touched by their CPU and need no atomics.

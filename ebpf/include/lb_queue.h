@@ -1,7 +1,7 @@
 /* lb_queue.h: schemes that read the uplinks' queues (exact occupancy, bytes).
  *
  * Contract: each returns a valid uplink slot (bit set in `mask`, never 0
- * here) of switch sw. Mirrored by testbed.dataplane.models.jsq_port, ar_port,
+ * here) of switch sw. Mirrored by testbed.models.decisions.jsq_port, ar_port,
  * drill_port and choice_port. Invalid uplinks score worst and are never chosen.
  *   jsq:   the valid uplink with the fewest queued bytes; among ties, the
  *          (draw mod ties)-th tied uplink in slot order (section 3.1).

@@ -24,7 +24,7 @@
  *     / 65536 (CONGA's X = X (1 - alpha) once per T_dre, n times).
  * Each run of a timer is counted (CNT_LB_SAMPLES, CNT_LB_FLOODS, CNT_LB_DECAYS:
  * a run's switch_counters lb_samples, lb_floods, lb_decays).
- * Mirrored by testbed.dataplane.sampled (sample_port, flood_view, decay_dre).
+ * Mirrored by testbed.models.sampled (sample_port, flood_view, decay_dre).
  * Concurrency: one CPU runs a timer for a switch in an epoch; the state it
  * writes (plain stores) is read racily by decisions on other CPUs, as a
  * switch's decisions read its last sample. The DRE is also added to by

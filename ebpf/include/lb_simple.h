@@ -1,7 +1,8 @@
 /* lb_simple.h: destination-oblivious schemes without queue state.
  *
  * Contract: each returns a valid uplink slot (bit set in `mask`, which is
- * never 0 here). Mirrored by testbed.dataplane.models.rps_port, rr_port, ecmp_port.
+ * never 0 here). Mirrored by testbed.models.decisions.rps_port, rr_port,
+ * ecmp_port.
  *   rps:  a uniformly random valid uplink per packet (the paper's RSQ,
  *         equivalent to host-based RPS; section 3.1).
  *   rr:   Simple RR, one pointer per switch shared by all destinations,

@@ -1,12 +1,12 @@
 /* paced.c: a source namespace's sender thread, and the packets it sends.
  *
- * Contract. main() starts run_group() once per group (the flows of one
- * source namespace): it enters the namespace, opens one socket per flow
- * (open_flow(): bound to the flow's source address and port, connected to
- * the destination's RoCE port; a flow without a route is marked noroute and
- * sends nothing), waits on the `ready` barrier and for the release
- * (start.c), applies the faults late/stall/wake, then sends: in paced runs
- * round robin here, in transport runs through send_windowed() (window.c).
+ * Contract. main() starts run_group() once per group (the flows of one source
+ * namespace): it enters the namespace, opens one socket per flow (open_flow():
+ * bound to the flow's source address and port, connected to the destination's
+ * RoCE port, ROCE_UDP_PORT of ebpf/include/wire.h; a flow without a route is
+ * marked noroute and sends nothing), waits on the `ready` barrier and for the
+ * release (start.c), applies the faults late/stall/wake, then sends: in paced
+ * runs round robin here, in transport runs through send_windowed() (window.c).
  * send_packet()/send_packet_flags() send one packet of a flow (BTH, payload,
  * ICRC: put_bth()) and count it; the starters (start.c) and send_windowed()
  * call them too.
@@ -26,7 +26,6 @@
 
 #include "sender.h"
 
-#define ROCE_PORT 4791
 #define ECT0 0x02 /* IP ECN field: ECN-capable transport (0) */
 
 static void put_bth(uint8_t *b, uint32_t qp, uint32_t psn)
@@ -41,7 +40,7 @@ static void put_bth(uint8_t *b, uint32_t qp, uint32_t psn)
 
 static int open_flow(struct flow *f)
 {
-    struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = htons(f->sport)}, dst = {.sin_family = AF_INET, .sin_port = htons(ROCE_PORT)};
+    struct sockaddr_in src = {.sin_family = AF_INET, .sin_port = htons(f->sport)}, dst = {.sin_family = AF_INET, .sin_port = htons(ROCE_UDP_PORT)};
     if (inet_pton(AF_INET, f->src, &src.sin_addr) != 1 || inet_pton(AF_INET, f->dst, &dst.sin_addr) != 1)
         return -1;
     f->sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -32,11 +32,11 @@
 #include <stdint.h>
 
 #include "cca.h"
-#include "shared.h" /* struct reps_state (ebpf/include, on the include path) */
+#include "shared.h" /* ebpf/include, on the include path: struct reps_state, ROCE_UDP_PORT */
 #include "transport.h"
 
-#define BTH_LEN 12
-#define ICRC_LEN 4
+#define BTH_LEN 12 /* traffic.packet.BTH */
+#define ICRC_LEN 4 /* traffic.packet.ICRC */
 
 struct flow {
     char ns[256];

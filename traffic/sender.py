@@ -30,15 +30,15 @@ from .transport import Transport
 from .workloads import Flow
 
 SOURCE = Path(__file__).with_name("sender.c")
-# the sender's parts and the transport's, compiled together (HEADERS: what they include; shared.h from the
-# data plane's sources, ebpf.INCLUDE: struct reps_state)
+# the sender's parts and the transport's, compiled together (HEADERS: what they include; shared.h and the headers it
+# pulls in from the data plane's sources, ebpf.INCLUDE: struct reps_state, ROCE_UDP_PORT)
 SOURCES = tuple(
     Path(__file__).with_name(n)
     for n in ("sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c")
 )
 HEADERS = (
     *tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")),
-    ebpf.INCLUDE / "shared.h",
+    *ebpf.headers("shared.h"),
 )
 # where compiled senders are kept, one per digest of their sources (a source tree and an installed package alike)
 BUILD_DIR = Path(os.environ.get("TESTBED_SENDER_DIR", "/var/cache/testbed/sender"))

@@ -1,19 +1,21 @@
 /* host_lb.h: load balancing in the host NICs (REPS, DRB, Ethereal).
  *
- * Contract: host_lb_transmit(skb, scheme) runs once on every frame a host
- * sends, at its transmit time: when the frame leaves the NIC's queue. A NIC
- * picks a packet's entropy as it transmits it; the host's TC egress hook runs
- * when the packet enters the NIC queue (the TBF), about ten packet times
- * earlier, and choosing there made REPS reuse entropies ten packet times
- * stale and consume them in the bursts in which the sender refills its queue
- * (78 % recycled with marking off, against over 90 % at transmit time). So the
- * program at the far end of the NIC's link (the edge switch's ingress, which
- * sees the frame at the instant the NIC sends it) runs this NIC code first,
- * on the NIC's behalf, before any switch decision. For a RoCEv2 data packet it picks the
+ * Contract: host_lb_transmit(skb, rc, now) runs the scheme rc->host_lb
+ * (HOST_LB_*) once on every frame a host sends, at its transmit time: when
+ * the frame leaves the NIC's queue. A NIC picks a packet's entropy as it
+ * transmits it; the host's TC egress hook runs when the packet enters the
+ * NIC queue (the TBF), about ten packet times earlier, and choosing there
+ * made REPS reuse entropies ten packet times stale and consume them in the
+ * bursts in which the sender refills its queue (78 % recycled with marking
+ * off, against over 90 % at transmit time). So the program at the far end
+ * of the NIC's link (the edge switch's ingress, which sees the frame at the
+ * instant the NIC sends it) runs this NIC code first, on the NIC's behalf,
+ * before any switch decision. For a RoCEv2 data packet it picks the
  * packet's entropy (REPS) or path label (DRB, Ethereal), and for an ACK the
  * ACK's path label (DRB only), writes it into the UDP source port (the
- * switches hash it with ECMP, or follow the label in SCHEME_HOST_ROUTED mode:
- * lb_label.h) and returns it; it returns 0 and changes nothing otherwise.
+ * switches hash it with ECMP, or follow the label in SCHEME_HOST_ROUTED
+ * mode: lb_label.h) and returns it; it returns 0 and changes nothing
+ * otherwise.
  * host_lb_ack(rc, flow, ev, marked, local, remote, now) runs in the NIC's
  * ingress program on every ACK: REPS recycles the entropy an unmarked ACK
  * brings back, one propagation round trip later (below). No user-space work
@@ -21,12 +23,13 @@
  *
  * REPS (uet-htsim uec_mp.{h,cpp} UecMpReps; REPS paper, Algorithms 1-2):
  *   per connection (flow id) a circular buffer of REPS_SLOTS entropies with
- *   valid bits and a head; a packet takes the oldest valid entropy, else a
- *   fresh random one; an unmarked ACK writes its entropy at the head (a full
- *   buffer overwrites its oldest), a marked one is discarded. The state word
- *   changes by compare-and-swap, so egress and ingress may race on two CPUs;
- *   an update that loses 4 races in a row gives up (a fresh entropy, or an
- *   entropy not recycled) and counts HLB_GIVEUP.
+ *   valid bits and a head (struct reps_state, reps.h); a packet takes the
+ *   oldest valid entropy, else a fresh random one; an unmarked ACK writes
+ *   its entropy at the head (a full buffer overwrites its oldest), a marked
+ *   one is discarded. The state word changes by compare-and-swap, so egress
+ *   and ingress may race on two CPUs; an update that loses 4 races in a row
+ *   gives up (a fresh entropy, or an entropy not recycled) and counts
+ *   HLB_GIVEUP.
  *   Feedback delay (delay.h): an ACK reaches the NIC one propagation round
  *   trip early, so with run_cfg.prop_ns set its entropy (and its ECN echo)
  *   waits in a delay line per host and path class (a FIFO: every path of a
@@ -54,12 +57,14 @@
  *   packet each: packet PSN p takes the (p mod s)-th valid path. Its ACK
  *   keeps the label the receiver copied from the data packet (ack.h), so it
  *   takes the reverse of its data packet's path.
- * Paths: host_paths[source edge * N_EDGES + destination edge] (written by the
- * control plane) has bit agg * W + core for the path through that core
- * between pods of a fat tree (the bouncing switch of DRB is the core), bit
- * agg within a pod or a leaf-spine (the aggregation switch or spine); a
- * packet between two hosts of one edge switch has no choice to make.
- * Mirrored by testbed.dataplane.host_models (reps_take, reps_recycle,
+ * Paths: host_paths[source edge * N_EDGES + destination edge] (the control
+ * plane's testbed.models.control.host_paths, written by
+ * testbed.dataplane.switches.set_host_paths) has bit agg * W + core for the
+ * path through that core between pods of a fat tree (the bouncing switch of
+ * DRB is the core), bit agg within a pod or a leaf-spine (the aggregation
+ * switch or spine); a packet between two hosts of one edge switch has no
+ * choice to make.
+ * Mirrored by testbed.models.host (reps_take, reps_recycle,
  * host_label, HOST_MODELS) for a connection that is neither frozen nor
  * exploring, without propagation; the delay line, freezing and exploring are
  * tested on the kernel directly (tests/system/test_host_schemes_kernel.py).
@@ -72,9 +77,6 @@
 #include "lb_mask.h"
 #include "lb_draw.h"
 
-#define REPS_HEAD_SHIFT 8
-#define REPS_COUNT_SHIFT 12
-#define REPS_ACKED (1ULL << 16)
 #define REPS_TRIES 4
 #define HOST_PATH_BITS 64
 

@@ -7,12 +7,12 @@
  * and the uapi include tree triples the compile time.
  */
 #pragma once
+#include "wire.h" /* ROCE_UDP_PORT */
 
 #define ETH_ALEN 6
 #define ETH_P_IP 0x0800
 #define IPPROTO_TCP 6
 #define IPPROTO_UDP 17
-#define ROCE_UDP_PORT 4791
 
 #define TC_ACT_OK 0
 #define TC_ACT_SHOT 2

@@ -1,9 +1,10 @@
 """Every scheme of the registry is complete in every place
 docs/adding-a-scheme.md lists: its number in the C header, a case in the
 kernel's dispatch, a Python model, a differential-test case and a row in docs/schemes.md
-(switch schemes: shared.h SCHEME_*, lb.h, models.MODELS; host schemes:
-shared.h HOST_LB_*, host_lb.h, host.HOST_MODELS (testbed.models)). So the document's
-list cannot drift from the code."""
+(switch schemes: schemes.h SCHEME_*, lb.h, decisions.MODELS; host schemes:
+schemes.h HOST_LB_*, host_lb.h, host.HOST_MODELS (testbed.models)). So the document's
+list cannot drift from the code. (Every other number of the headers is compared with
+its Python copy by tests/unit/test_header_contract.py.)"""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from tests.system.test_schemes_kernel import DIFFERENTIAL_SCHEMES
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "adding-a-scheme.md"
 FILES = (
-    "ebpf/include/shared.h",
+    "ebpf/include/schemes.h",
     "ebpf/include/lb.h",
     "testbed/models/schemes.py",
     "testbed/models/decisions.py",
@@ -31,12 +32,18 @@ FILES = (
 )
 
 
-def test_scheme_numbers_match_shared_h() -> None:
-    text = (ROOT / "ebpf/include/shared.h").read_text()
+def test_scheme_numbers_match_schemes_h() -> None:
+    text = (ROOT / "ebpf/include/schemes.h").read_text()
     in_c = {name: int(v) for name, v in re.findall(r"^#define SCHEME_(\w+)\s+(\d+)", text, re.M)}
     assert in_c == {s.name: s.value for s in switch_schemes()}
     host_c = {name: int(v) for name, v in re.findall(r"^#define HOST_LB_(\w+)\s+(\d+)", text, re.M)}
     assert host_c == {"NONE": 0, **{s.name: s.host_lb for s in host_schemes()}}
+    elsewhere = [
+        h.name
+        for h in (ROOT / "ebpf/include").glob("*.h")
+        if h.name != "schemes.h" and re.search(r"^#define (SCHEME|HOST_LB)_", h.read_text(), re.M)
+    ]
+    assert elsewhere == [], "the schemes' numbers are defined in schemes.h only"
 
 
 def test_kernel_dispatch_has_a_case_per_scheme() -> None:

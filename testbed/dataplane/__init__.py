@@ -1,5 +1,7 @@
 """Layer 2, the data plane: the eBPF program (compile), its pinned maps
-(maps), the switches' state written into them (switches), the scheme registry
-(schemes) with a pure model of every decision (models), and the control plane
-(control). May import testbed.topology and traffic; no namespaces, no netlink.
+(maps: their typed mirrors), the C-Python contract's numbers checked against
+the C headers (contract), and the switches' state written into them
+(switches). The scheme registry, the models of every decision and the control
+plane are testbed.models'. May import testbed.models, testbed.topology and
+traffic; no namespaces, no netlink.
 """

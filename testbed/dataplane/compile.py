@@ -6,6 +6,11 @@ the three entry points and pins every map under /sys/fs/bpf/{prefix}-maps.
 Writing the maps is testbed.dataplane.switches' job; map access itself
 (structs, handles, test runs) is testbed.dataplane.maps'.
 
+Before every load, compiled or from the program cache, the C headers' numbers
+are checked against their Python mirrors (testbed.dataplane.contract); after a
+compile, the maps' structs against theirs (check_mirrors). Either drift is a
+LayoutError of one line naming what drifted.
+
 `TimerProbe` compiles ebpf/timers.c, the run's probe of the qdisc timers.
 
 This is the only module that imports bcc's compiler.
@@ -26,7 +31,7 @@ import ebpf
 
 from ..models import decisions
 from ..topology import IFINDEX_BASE, FatTree
-from . import program_cache
+from . import contract, program_cache
 from .maps import (
     ACK_EVENT_BYTES,
     BPFFS,
@@ -58,6 +63,7 @@ ENTRY_POINTS = ("switch_ingress", "host_egress", "host_ingress")
 
 
 MAX_FLOW_IDS = 1 << 20  # per-flow state (Dims.map_bytes): all-to-all on k=16's 1,024 hosts fits
+QUEUE_MAX_TRIES = 4  # queue.h's default: compare-and-swap attempts per queue-maximum raise
 
 
 @dataclass(frozen=True)
@@ -70,11 +76,19 @@ class Dims:
     w: int
     k: int
     n_edges: int
-    max_tries: int = 4  # compare-and-swap attempts per queue-maximum raise (QUEUE_MAX_TRIES; 0 in a fault test)
+    max_tries: int = QUEUE_MAX_TRIES  # compare-and-swap attempts per queue-maximum raise (0 in a fault test)
 
     @classmethod
-    def of(cls, tree: FatTree, max_tries: int = 4) -> Dims:
-        return cls(IFINDEX_BASE + tree.n_ports, tree.n_switches, tree.n_hosts, tree.w, tree.k, tree.n_edges, max_tries)
+    def of(cls, tree: FatTree, max_tries: int = QUEUE_MAX_TRIES) -> Dims:
+        return cls(
+            n_ifindex=IFINDEX_BASE + tree.n_ports,
+            n_switches=tree.n_switches,
+            n_hosts=tree.n_hosts,
+            w=tree.w,
+            k=tree.k,
+            n_edges=tree.n_edges,
+            max_tries=max_tries,
+        )
 
     @property
     def n_keys(self) -> int:
@@ -129,7 +143,7 @@ class Dims:
                 f"-DN_FLOWS={self.n_flows}",
                 f"-DN_SEEN={N_SEEN}",
             ]
-            + ([f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != 4 else [])
+            + ([f"-DQUEUE_MAX_TRIES={self.max_tries}"] if self.max_tries != QUEUE_MAX_TRIES else [])
         )
 
 
@@ -159,7 +173,8 @@ def source() -> str:
 
 def check_mirrors(bpf: Any) -> None:
     """Every map's key and value as the compiled program declares them (bcc's reading of the C types) against
-    the Python mirrors of testbed/dataplane/maps.py: a LayoutError of one line naming what drifted."""
+    the Python mirrors of testbed/dataplane/maps.py: a LayoutError of one line naming what drifted. (The numbers
+    are contract.check's.)"""
     import json
 
     from bcc import BPF
@@ -193,7 +208,10 @@ class Compiled:
     def __init__(self, dims: Dims, test_run: bool = False) -> None:
         """`test_run=True` builds the variant for BPF_PROG_TEST_RUN: random draws
         come from the packet's mark and priority, and nothing is forwarded.
-        TESTBED_PROGRAM_CACHE=off compiles every time (program_cache.py)."""
+        TESTBED_PROGRAM_CACHE=off compiles every time (program_cache.py).
+        A LayoutError when the headers' numbers and their Python mirrors disagree (contract.check), before
+        anything is compiled or loaded."""
+        contract.check()
         self.dims = dims
         self._bpf: Any = None
         self.map_fds: dict[str, int] = {}

@@ -1,7 +1,8 @@
-"""Pinned BPF maps and programs, from any process: the structs shared with
-ebpf/include/shared.h (mirrored field by field), typed map handles, program
-ids, and BPF_PROG_TEST_RUN. Uses libbcc's and libbpf's C functions through
-ctypes; compiling is testbed.dataplane.compile's job.
+"""Pinned BPF maps and programs, from any process: the structs and map indices shared with the headers
+ebpf/include/shared.h pulls in (topology.h, counters.h, run.h, reps.h, sampled.h; mirrored field by field
+and number by number), typed map handles, program ids, and BPF_PROG_TEST_RUN. Uses libbcc's and libbpf's C
+functions through ctypes; compiling is testbed.dataplane.compile's job, which checks these mirrors against the
+program on every load (the structs: compile.check_mirrors; the numbers: testbed.dataplane.contract).
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ import shutil
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+
+from ..models.host import REPS_SLOTS as REPS_SLOTS
+from ..models.sampled import LB_DECAY_STEPS as LB_DECAY_STEPS
 
 BPFFS = "/sys/fs/bpf"
 PERCPU_MAPS = frozenset({"ofan_ptr_cpu", "rx_total"})
@@ -31,10 +35,11 @@ def pin_dir(prefix: str) -> str:
     return os.path.join(BPFFS, f"{prefix}-maps")
 
 
-# -- structs shared with ebpf/include/shared.h ------------------------------
+# -- structs shared with the headers of ebpf/include/shared.h -----------------
 u32, u64 = ct.c_uint32, ct.c_uint64
 
 
+# topology.h
 class PortInfo(ct.Structure):
     _fields_ = [
         ("node", u32),
@@ -72,6 +77,7 @@ class DstInfo(ct.Structure):
     ]
 
 
+# counters.h
 class PortQ(ct.Structure):
     _fields_ = [
         (n, u64)
@@ -139,10 +145,9 @@ class AckRx(ct.Structure):
     _fields_ = [(n, u64) for n in ("acks", "first_ns", "last_ns", "ecn")]
 
 
-REPS_SLOTS = 8
+# reps.h (REPS_SLOTS: testbed.models.host's)
 PATH_CLASSES = 3  # a path's links: 2, 4 or 6 (class = links / 2 - 1)
 REPS_DELAY_SLOTS = 1024
-CONGA_FB_SLOTS = 4
 
 
 class RepsState(ct.Structure):
@@ -163,7 +168,11 @@ class RepsCursor(ct.Structure):
     _fields_ = [("head", u64), ("tail", u64)]
 
 
-ECN_OFF, ECN_BYTES, ECN_PKTS = 0, 1, 2
+# run.h
+ECN_OFF = 0
+ECN_BYTES = 1
+ECN_PKTS = 2
+ACK_EVENT_PAGES = 256  # the ack_events ring buffer, 4 KB pages
 
 
 class RunCfg(ct.Structure):
@@ -180,7 +189,8 @@ class RunCfg(ct.Structure):
     ]
 
 
-LB_DECAY_STEPS = 64
+# sampled.h (LB_DECAY_STEPS: testbed.models.sampled's)
+CONGA_FB_SLOTS = 4
 
 
 class LbCfg(ct.Structure):
@@ -219,43 +229,43 @@ class CongaFb(ct.Structure):
     _fields_ = [("slot", CongaSlot * CONGA_FB_SLOTS), ("head", u64)]
 
 
-(
-    HLB_RECYCLED,
-    HLB_FRESH,
-    HLB_LABELLED,
-    HLB_GIVEUP,
-    HLB_FIRST_RTT,
-    HLB_DELAY_LOST,
-    HLB_FROZEN,
-    HLB_FREEZES,
-    HLB_EXPLORE,
-) = range(9)  # host_lb_cnt[host * HOST_LB_COUNTERS + i]
-HOST_LB_COUNTERS = 9
-HOST_LB_COUNTER_NAMES = (
-    "recycled",
-    "fresh",
-    "labelled",
-    "giveups",
-    "fresh_first_rtt",
-    "delay_lost",
-    "frozen",
-    "freezes",
-    "explore",
-)
+# -- map indices of counters.h (each checked by name against it: testbed.dataplane.contract) --------------
+# host_lb_cnt[host * HOST_LB_COUNTERS + i]: HLB_*
+HLB_RECYCLED = 0
+HLB_FRESH = 1
+HLB_LABELLED = 2
+HLB_GIVEUP = 3
+HLB_FIRST_RTT = 4
+HLB_DELAY_LOST = 5
+HLB_FROZEN = 6
+HLB_FREEZES = 7
+HLB_EXPLORE = 8
+HOST_LB_COUNTERS = 9  # HLB_COUNTERS
+_HOST_LB_NAMES = {
+    HLB_RECYCLED: "recycled",
+    HLB_FRESH: "fresh",
+    HLB_LABELLED: "labelled",
+    HLB_GIVEUP: "giveups",
+    HLB_FIRST_RTT: "fresh_first_rtt",
+    HLB_DELAY_LOST: "delay_lost",
+    HLB_FROZEN: "frozen",
+    HLB_FREEZES: "freezes",
+    HLB_EXPLORE: "explore",
+}
+HOST_LB_COUNTER_NAMES = tuple(_HOST_LB_NAMES[i] for i in range(HOST_LB_COUNTERS))  # by index
 
-(
-    CNT_NO_ROUTE,
-    CNT_NOT_IPV4,
-    CNT_REDIRECT_ERR,
-    CNT_BAD_PORT,
-    CNT_ACK_ERR,
-    CNT_UNREACHABLE,
-    CNT_BAD_FLOW,
-    CNT_LABEL_INVALID,
-    CNT_LB_SAMPLES,
-    CNT_LB_FLOODS,
-    CNT_LB_DECAYS,
-) = range(11)
+# counters[i]: CNT_*
+CNT_NO_ROUTE = 0
+CNT_NOT_IPV4 = 1
+CNT_REDIRECT_ERR = 2
+CNT_BAD_PORT = 3
+CNT_ACK_ERR = 4
+CNT_UNREACHABLE = 5
+CNT_BAD_FLOW = 6
+CNT_LABEL_INVALID = 7
+CNT_LB_SAMPLES = 8
+CNT_LB_FLOODS = 9
+CNT_LB_DECAYS = 10
 COUNTER_NAMES = {
     CNT_NO_ROUTE: "no_route",
     CNT_NOT_IPV4: "not_ipv4",
@@ -271,7 +281,8 @@ COUNTER_NAMES = {
 }
 # Counters of events that lose no packet: a label ECMP replaced, the sampled schemes' timer runs
 NOT_DROPS = frozenset({"label_invalid", "lb_samples", "lb_floods", "lb_decays"})
-RX_DATA, RX_ACKS = 0, 1  # rx_total
+RX_DATA = 0  # rx_total[i]
+RX_ACKS = 1
 
 # name => (key type, value type)
 MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
@@ -315,7 +326,7 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
 # Pinned too, but not opened here: the transport's ACK events, read by traffic/acks.c from the pin
 RINGBUF_MAPS = ("ack_events",)
 N_SEEN = 1 << 20  # rx_seen words: one bit per data packet of a transport run (67 M packets; 8 MB)
-ACK_EVENT_BYTES = 256 * 4096  # ack_events (shared.h ACK_EVENT_PAGES)
+ACK_EVENT_BYTES = ACK_EVENT_PAGES * 4096  # ack_events
 
 
 class LayoutError(RuntimeError):

@@ -19,10 +19,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from traffic.packet import ROCE_PORT
+
+from ..topology import Level
 from . import sampled
+from .sampled import DRILL_D_MAX as DRILL_D_MAX
+from .sampled import DRILL_M_MAX as DRILL_M_MAX
 from .schemes import Scheme, SchemeConfig, SchemeError
 
-# Frames shorter than this use the small (ACK) pointer class (shared.h SMALL_MAX_BYTES).
+# Frames shorter than this use the small (ACK) pointer class (ebpf/include/wire.h SMALL_MAX_BYTES, CLASS_*,
+# N_CLASSES; checked against it by testbed.dataplane.contract).
 SMALL_MAX_BYTES = 256
 CLASS_DATA, CLASS_SMALL = 0, 1
 N_CLASSES = 2
@@ -33,7 +39,7 @@ def size_class(frame_len: int) -> int:
 
 
 # -- ECMP ------------------------------------------------------------------
-_ECMP_MULT = 0x9E3779B1
+_ECMP_MULT = 0x9E3779B1  # lb_ecmp.h ECMP_MULT
 _M32 = 0xFFFFFFFF
 
 
@@ -191,8 +197,7 @@ def ar_port(queue_bytes: Sequence[int], thresholds: Sequence[int], draw: int) ->
     return pick_min([ar_level(q, thresholds) for q in queue_bytes], draw)
 
 
-DRILL_DEFAULT = (2, 1)  # (d, m): the DRILL paper's recommended setting
-DRILL_D_MAX, DRILL_M_MAX = 4, 2  # shared.h
+DRILL_DEFAULT = (2, 1)  # (d, m): the DRILL paper's recommended setting; at most (DRILL_D_MAX, DRILL_M_MAX)
 
 
 def drill_draw(j: int, draw0: int, draw1: int) -> int:
@@ -323,7 +328,16 @@ def model_ar(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
 
 
 def model_drill(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
-    return drill_port(x.w, (x.memory, x.memory1), x.draws[0], x.draws[1], x.queue_bytes, x.valid, x.drill)[0], 0
+    port, _ = drill_port(
+        w=x.w,
+        memories=(x.memory, x.memory1),
+        draw0=x.draws[0],
+        draw1=x.draws[1],
+        queue_bytes=x.queue_bytes,
+        mask=x.valid,
+        dm=x.drill,
+    )
+    return port, 0
 
 
 def model_choice(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
@@ -346,7 +360,7 @@ def conga_scores(x: Decision) -> list[int]:
     """Per uplink: the local DRE metric, and at an edge switch the worse of it and the aged Congestion-To-Leaf."""
     s = x.sampled
     local = [sampled.conga_metric(d, s.ctau) for d in s.dre]
-    if x.level != LEVEL_EDGE:
+    if x.level != Level.EDGE:
         return local
     return [
         max(m, sampled.conga_aged(r, e, s.epoch, s.age))
@@ -358,12 +372,10 @@ def model_conga(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
     return _pick_valid(x, conga_scores(x)), 0
 
 
-# Host-routed switches (lb_label.h): a path label in the UDP source port of a RoCEv2 packet,
-# LABEL_TAG | agg << LABEL_BITS | core (shared.h), names the edge switch's uplink (agg) and the
+# Host-routed switches (lb_label.h): a path label in the UDP source port of a RoCEv2 packet (ROCE_PORT),
+# LABEL_TAG | agg << LABEL_BITS | core (ebpf/include/wire.h), names the edge switch's uplink (agg) and the
 # aggregation switch's (core).
 LABEL_TAG, LABEL_MASK, LABEL_BITS = 0xC000, 0xFC00, 5
-ROCE_PORT = 4791
-LEVEL_EDGE = 1
 
 
 def label_slot(sport: int, dport: int, level: int, w: int, mask: int) -> int | None:
@@ -371,7 +383,7 @@ def label_slot(sport: int, dport: int, level: int, w: int, mask: int) -> int | N
     naming an uplink that is not valid)."""
     if dport != ROCE_PORT or sport & LABEL_MASK != LABEL_TAG:
         return None
-    slot = (sport >> (LABEL_BITS if level == LEVEL_EDGE else 0)) & ((1 << LABEL_BITS) - 1)
+    slot = (sport >> (LABEL_BITS if level == Level.EDGE else 0)) & ((1 << LABEL_BITS) - 1)
     return slot if slot < w and (mask >> slot) & 1 else None
 
 

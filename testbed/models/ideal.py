@@ -46,7 +46,7 @@ import heapq
 import random
 import struct
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from traffic.packet import ROCE_PORT, Packetizer
@@ -169,38 +169,102 @@ def simulate(
     pk = pk or Packetizer()
     check(config, flows, pk)
     link_bucket, nic_bucket = _buckets(pk, link_bucket, nic_bucket, buckets_bytes)
-    rng = random.Random(seed)
+    rng = random.Random(seed)  # the round-robin pointers' starts, then the NICs' releases, in that order
+    links = _Links.of(tree, config, link_bucket, nic_bucket)
+    next_hop = _router(tree, config, links, _SchemeInputs(flows=flows, seed=seed, rng=rng, pk=pk, ecmp=ecmp))
+    tie_of = _tie_order(seed) if order == "random" else None
+    events, first = _release(flows, links, rng, pk.count, start_jitter, _Hop(propagation, tie_of))
+    frames = len(events)
+    done, delivered, max_queue = _play(events, next_hop, links, _Hop(propagation, tie_of))
+    bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
+    last = max(done.values(), default=first)
+    return IdealResult(
+        cct_pkts=last - first,
+        bound_pkts=bound,
+        frames=frames,
+        delivered=delivered,
+        max_queue=max_queue,
+        flow_done={f: t - first for f, t in done.items()},
+    )
+
+
+@dataclass(frozen=True)
+class _Links:
+    """The fabric as simulate() walks it: each directed link's bucket (by its two ends) and stage, the
+    switches' uplinks and the cores' downlink per pod, pOfan's pipe of each switch port, and the hosts' names,
+    pods and edge switches."""
+
+    buckets: dict[tuple[str, str], _Bucket]
+    stage_of: dict[tuple[str, str], Stage]
+    up: dict[str, list[str]]  # LB switch -> the peers of its uplinks, by slot
+    core_down: dict[str, dict[int, str]]  # core -> pod -> its aggregation switch there
+    pipe_of: dict[tuple[str, str], int]  # pOfan: (switch, ingress peer) -> pipe
+    host_name: dict[int, str]
+    pod_of: dict[str, int]
+    edge_of: dict[str, str]
+
+    @classmethod
+    def of(cls, tree: FatTree, config: SchemeConfig, link_bucket: float, nic_bucket: float) -> _Links:
+        by_name = tree.by_name
+        hosts = tree.hosts
+        buckets: dict[tuple[str, str], _Bucket] = {}
+        stage_of: dict[tuple[str, str], Stage] = {}
+        for p in tree.ports:
+            buckets[(p.node, p.peer)] = _Bucket(nic_bucket if by_name[p.node].is_host else link_bucket)
+            stage_of[(p.node, p.peer)] = p.stage
+        pipe_of: dict[tuple[str, str], int] = {}
+        if config.scheme is Scheme.POFAN:
+            for p in tree.ports:
+                if not by_name[p.node].is_host:
+                    pipe_of[(p.node, p.peer)] = tree.local_index(p) // config.pipe_size
+        return cls(
+            buckets=buckets,
+            stage_of=stage_of,
+            up={sw.name: [p.peer for p in tree.uplinks(sw.name)] for sw in tree.switches if sw.level is not Level.CORE},
+            core_down={
+                sw.name: {by_name[p.peer].pod: p.peer for p in tree.downlinks(sw.name)}
+                for sw in tree.switches
+                if sw.level is Level.CORE
+            },
+            pipe_of=pipe_of,
+            host_name={h.nid: h.name for h in hosts},
+            pod_of={h.name: h.pod for h in hosts},
+            edge_of={h.name: tree.edge_of(h.name) for h in hosts},
+        )
+
+
+@dataclass(frozen=True)
+class _SchemeInputs:
+    """What the switches' decisions draw on beyond the fabric: the flows (their sources, for ECMP's hash), the
+    seed and the simulation's own random stream (the round-robin pointers' starts), the frames' size class
+    and a run's ECMP hash inputs."""
+
+    flows: list[Flow]
+    seed: int
+    rng: random.Random
+    pk: Packetizer
+    ecmp: EcmpInputs | None
+
+
+_NextHop = Callable[[str, str, str, int, float], str]  # (at, from, destination host, flow id, now) -> next node
+
+
+def _router(tree: FatTree, config: SchemeConfig, links: _Links, inputs: _SchemeInputs) -> _NextHop:
+    """The next node of a frame at a switch: downward by destination, exactly; upward the scheme's choice
+    (every uplink valid), from each switch's own random stream and state."""
+    scheme, ecmp = config.scheme, inputs.ecmp
     w = tree.w
     n_keys = max(tree.n_edges, tree.k)
     basis = decisions.choose_basis(w)
-    hosts = tree.hosts
-    host_name = {h.nid: h.name for h in hosts}
     by_name = tree.by_name
-    pod_of = {h.name: h.pod for h in hosts}
-    edge_of = {h.name: tree.edge_of(h.name) for h in hosts}
-
-    buckets: dict[tuple[str, str], _Bucket] = {}
-    stage_of: dict[tuple[str, str], Stage] = {}
-    for p in tree.ports:
-        buckets[(p.node, p.peer)] = _Bucket(nic_bucket if by_name[p.node].is_host else link_bucket)
-        stage_of[(p.node, p.peer)] = p.stage
-    up = {sw.name: [p.peer for p in tree.uplinks(sw.name)] for sw in tree.switches if sw.level is not Level.CORE}
-    core_down = {
-        sw.name: {by_name[p.peer].pod: p.peer for p in tree.downlinks(sw.name)}
-        for sw in tree.switches
-        if sw.level is Level.CORE
-    }
-    pipe_of: dict[tuple[str, str], int] = {}
-    if config.scheme is Scheme.POFAN:
-        for p in tree.ports:
-            if not by_name[p.node].is_host:
-                pipe_of[(p.node, p.peer)] = tree.local_index(p) // config.pipe_size
+    buckets, up, core_down, pipe_of = links.buckets, links.up, links.core_down, links.pipe_of
+    pod_of, edge_of = links.pod_of, links.edge_of
     pointers: dict[tuple[str, int], list[int]] = {}
-    rr: dict[str, int] = {sw: rng.randrange(w) for sw in up}
-    draws = {sw: random.Random(f"{seed}/{sw}") for sw in up}  # each switch's own random stream
+    rr: dict[str, int] = {sw: inputs.rng.randrange(w) for sw in up}
+    draws = {sw: random.Random(f"{inputs.seed}/{sw}") for sw in up}  # each switch's own random stream
     ecmp_slot: dict[tuple[int, str], int] = {}
-    src_of = {f.fid: host_name[f.src] for f in flows}
-    cls = decisions.size_class(pk.frame_len(pk.payload))
+    src_of = {f.fid: links.host_name[f.src] for f in inputs.flows}
+    cls = decisions.size_class(inputs.pk.frame_len(inputs.pk.payload))
 
     def next_hop(sw: str, prev: str, dst: str, fid: int, now: float) -> str:
         node = by_name[sw]
@@ -216,7 +280,7 @@ def simulate(
         else:
             return core_down[sw][pod_of[dst]]
         peers = up[sw]
-        s = config.scheme
+        s = scheme
         rng = draws[sw]
         if s is Scheme.ECMP and ecmp is not None:
             slot = ecmp_slot.get((fid, sw), -1)
@@ -243,33 +307,72 @@ def simulate(
             ptrs[pid] = (ptrs[pid] + 1) % w
         return peers[slot]
 
+    return next_hop
+
+
+_TieOf = Callable[[int, int, int], float]  # (flow id, frame number, hop) -> the frame's place among simultaneous ones
+
+
+def _tie_order(seed: int) -> _TieOf:
+    """The random order of frames that reach one node at one instant: a hash of the seed, the frame and its
+    hop (so a delay that shifts every arrival alike changes no decision)."""
     salt = _mix(seed)
 
     def tie_of(fid: int, n: int, hop: int) -> float:  # random order: frame n of flow fid at its hop-th node
         return float(_mix(salt ^ (fid << 40) ^ (n << 8) ^ hop))
 
-    # time, hop, tie, at, from, destination host, flow, frame number: at one instant, frames that crossed fewer
-    # links go first (as if every link had an infinitesimal delay), then by the tie
-    events: list[tuple[float, int, float, str, str, str, int, int]] = []
+    return tie_of
+
+
+@dataclass(frozen=True)
+class _Hop:
+    """What every hop adds: the link's propagation (packet times), and the tie order at the next node (None:
+    the fixed order, by source host, kept from the NIC)."""
+
+    propagation: float
+    tie_of: _TieOf | None
+
+
+# time, hop, tie, at, from, destination host, flow, frame number: at one instant, frames that crossed fewer
+# links go first (as if every link had an infinitesimal delay), then by the tie
+_Event = tuple[float, int, float, str, str, str, int, int]
+
+
+def _release(
+    flows: list[Flow], links: _Links, rng: random.Random, count: Callable[[int], int], jitter: float, hop: _Hop
+) -> tuple[list[_Event], float]:
+    """Every frame through its source's NIC (each NIC released at a uniform draw within `jitter` packet times,
+    its queue full), as the events of their arrival at the edge switch (a heap), and the first departure."""
+    events: list[_Event] = []
     first = float("inf")
-    frames = 0
+    buckets, host_name, edge_of = links.buckets, links.host_name, links.edge_of
+    propagation, tie_of = hop.propagation, hop.tie_of
     for f in flows:
         src, dst = host_name[f.src], host_name[f.dst]
         nic = buckets[(src, edge_of[src])]
-        release = rng.uniform(0.0, start_jitter) if start_jitter else 0.0
+        release = rng.uniform(0.0, jitter) if jitter else 0.0
         nic.t = release
-        for n in range(pk.count(f.size_bytes)):
+        for n in range(count(f.size_bytes)):
             t, _ = nic.send(release)
             first = min(first, t)
-            tie = tie_of(f.fid, n, 0) if order == "random" else float(f.src)  # fixed: by source host
+            tie = tie_of(f.fid, n, 0) if tie_of is not None else float(f.src)  # fixed: by source host
             events.append((_at(t + propagation), 0, tie, edge_of[src], src, dst, f.fid, n))
-            frames += 1
     heapq.heapify(events)
+    return events, first
+
+
+def _play(
+    events: list[_Event], next_hop: _NextHop, links: _Links, hop: _Hop
+) -> tuple[dict[int, float], int, dict[str, int]]:
+    """The frames hop by hop until every one is delivered, in time order: each flow's last delivery, the
+    frames delivered, and per stage the most frames waiting at any of its links."""
+    buckets, stage_of = links.buckets, links.stage_of
+    propagation, tie_of = hop.propagation, hop.tie_of
     max_queue = {st.label: 0 for st in Stage}
     done: dict[int, float] = {}
     delivered = 0
     while events:
-        now, hop, tie, at, prev, dst, fid, n = heapq.heappop(events)
+        now, hops, tie, at, prev, dst, fid, n = heapq.heappop(events)
         if at == dst:
             done[fid] = max(done.get(fid, now), now)
             delivered += 1
@@ -280,11 +383,9 @@ def simulate(
         label = stage_of[link].label
         if q > max_queue[label]:
             max_queue[label] = q
-        tie = tie_of(fid, n, hop + 1) if order == "random" else tie
-        heapq.heappush(events, (_at(t + propagation), hop + 1, tie, nxt, at, dst, fid, n))
-    bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
-    last = max(done.values(), default=first)
-    return IdealResult(last - first, bound, frames, delivered, max_queue, {f: t - first for f, t in done.items()})
+        tie = tie_of(fid, n, hops + 1) if tie_of is not None else tie
+        heapq.heappush(events, (_at(t + propagation), hops + 1, tie, nxt, at, dst, fid, n))
+    return done, delivered, max_queue
 
 
 def _at(t: float) -> float:

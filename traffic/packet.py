@@ -15,6 +15,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+# The data plane's C headers hold the same numbers (ebpf/include/wire.h ROCE_UDP_PORT, ACK_FRAME_BYTES and the
+# offsets these sizes add up to, ack.h OPCODE_RC_ACK, traffic/sender.h BTH_LEN and ICRC_LEN): the program's load
+# checks them against these (testbed/dataplane/contract.py).
 ROCE_PORT = 4791
 ETH, IPV4, UDP, BTH, ICRC, FCS = 14, 20, 8, 12, 4, 4
 GAP = 12 + 8  # inter-frame gap, preamble and start-of-frame delimiter

@@ -61,8 +61,8 @@ class Flow:
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    name: str
-    size_bytes: int
+    workload: str
+    size: int  # bytes per flow (all-to-all with size_per_host: per host)
     seed: int = 1
     fan_in: int = 2
     inter_pod: bool = False
@@ -72,21 +72,21 @@ class WorkloadSpec:
     skew: float = 0.0  # MoE: the busiest GPU's fabric bytes over the mean; 0: MOE_SKEW, or MOE_SKEW_EPLB with eplb
     eplb: bool = False  # MoE: two expert slots per GPU, popular experts replicated (section 6.6)
     order: str = "staggered"  # all-to-all, moe: the order in which each host serves its destinations
-    flows_file: str | None = None  # cm: htsim connection matrix
-    cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
-    per_host: bool = False  # all-to-all: size_bytes is each host's total, split evenly over its n - 1 flows
+    flows: str | None = None  # cm: htsim connection matrix
+    cm_rate: int = 100_000_000_000  # cm: the line rate its start times were written for
+    size_per_host: bool = False  # all-to-all: size is each host's total, split evenly over its n - 1 flows
     layers: int = 1  # fsdp: layers of the backward pass
     steps: int = 0  # fsdp: only the first STEPS ring steps of the pass (0: all of them)
 
     def __post_init__(self) -> None:
-        if self.name not in WORKLOADS:
-            raise WorkloadError(f"unknown workload {self.name!r} (choose from {', '.join(WORKLOADS)})")
-        if self.name == "cm" and not self.flows_file:
+        if self.workload not in WORKLOADS:
+            raise WorkloadError(f"unknown workload {self.workload!r} (choose from {', '.join(WORKLOADS)})")
+        if self.workload == "cm" and not self.flows:
             raise WorkloadError("the cm workload needs a flow list (--flows FILE)")
-        if self.cm_rate_bps <= 0:
-            raise WorkloadError(f"the connection matrix's rate must be > 0, got {self.cm_rate_bps}")
-        if self.size_bytes <= 0 and not (self.name == "moe" and self.matrix) and self.name != "cm":
-            raise WorkloadError(f"size must be > 0, got {self.size_bytes}")
+        if self.cm_rate <= 0:
+            raise WorkloadError(f"the connection matrix's rate must be > 0, got {self.cm_rate}")
+        if self.size <= 0 and not (self.workload == "moe" and self.matrix) and self.workload != "cm":
+            raise WorkloadError(f"size must be > 0, got {self.size}")
         if self.gpus_per_server < 1:
             raise WorkloadError(f"gpus per server must be >= 1, got {self.gpus_per_server}")
         if self.stride < 0:
@@ -99,7 +99,7 @@ class WorkloadSpec:
             raise WorkloadError(f"unknown order {self.order!r} (choose from {', '.join(ORDERS)})")
 
     @property
-    def moe_skew(self) -> float:
+    def resolved_skew(self) -> float:
         return self.skew or (MOE_SKEW_EPLB if self.eplb else MOE_SKEW)
 
 
@@ -317,37 +317,37 @@ def load_matrix(path: str, n: int) -> list[list[int]]:
 
 def make_spec(spec: WorkloadSpec, n_hosts: int, hosts_per_pod: int) -> list[Flow]:
     rng = random.Random(spec.seed)
-    n, size = n_hosts, spec.size_bytes
-    if spec.name == "permutation":
+    n, size = n_hosts, spec.size
+    if spec.workload == "permutation":
         if spec.inter_pod:
             perm = inter_pod_permutation([i // hosts_per_pod for i in range(n)], rng)
         else:
             perm = derangement(n, rng)
         return _flows([(i, d, size) for i, d in enumerate(perm)])
-    if spec.name == "all-to-all":
-        if spec.per_host:  # a fixed total per host (Fig. 5 c): each flow its share, the remainder to the first
+    if spec.workload == "all-to-all":
+        if spec.size_per_host:  # a fixed total per host (Fig. 5 c): each flow its share, the remainder to the first
             share, extra = divmod(size, n - 1)
             return _flows(
                 [(s, d, share + (i < extra)) for s in range(n) for i, d in enumerate(destinations(s, n, spec.order))]
             )
         return _flows([(s, d, size) for s in range(n) for d in destinations(s, n, spec.order)])
-    if spec.name in ("ring", "stride"):
-        step = spec.gpus_per_server if spec.name == "ring" else (spec.stride or hosts_per_pod)
+    if spec.workload in ("ring", "stride"):
+        step = spec.gpus_per_server if spec.workload == "ring" else (spec.stride or hosts_per_pod)
         if step % n == 0:
             raise WorkloadError(f"step {step} is a multiple of the {n} hosts: every host would send to itself")
         return _flows([(i, (i + step) % n, size) for i in range(n)])
-    if spec.name == "fsdp":
+    if spec.workload == "fsdp":
         return fsdp_pass(n, size, spec.gpus_per_server, spec.layers, spec.steps, rng)
-    if spec.name == "moe":
+    if spec.workload == "moe":
         m = (
             load_matrix(spec.matrix, n)
             if spec.matrix
-            else moe_cached(n, size, spec.seed, spec.gpus_per_server, spec.moe_skew, spec.eplb)
+            else moe_cached(n, size, spec.seed, spec.gpus_per_server, spec.resolved_skew, spec.eplb)
         )
         return _flows([(s, d, m[s][d]) for s in range(n) for d in destinations(s, n, spec.order)])
-    if spec.name == "cm":
-        assert spec.flows_file is not None
-        return load_cm(spec.flows_file, n, spec.cm_rate_bps)
+    if spec.workload == "cm":
+        assert spec.flows is not None
+        return load_cm(spec.flows, n, spec.cm_rate)
     # incast
     if not 1 <= spec.fan_in < n:
         raise WorkloadError(f"fan-in must be in [1, {n - 1}], got {spec.fan_in}")

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from . import export_cmds, fabric_cmds, link_cmds, run_cmds, sweep_cmds
+from . import export_cmds, fabric_cmds, link_cmds, paper_cmds, run_cmds, sweep_cmds
 from .args import Parser, UsageError
 
 # name -> (adds its parser, runs it), in the order `testbed --help` lists them
@@ -28,14 +28,13 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "fail": (link_cmds.add_fail, link_cmds.cmd_fail),
     "heal": (link_cmds.add_heal, link_cmds.cmd_heal),
     "flap": (link_cmds.add_flap, link_cmds.cmd_flap),
-    "controld": (link_cmds.add_controld, link_cmds.cmd_controld),
     "down": (fabric_cmds.add_down, fabric_cmds.cmd_down),
     "clean": (fabric_cmds.add_clean, fabric_cmds.cmd_clean),
     "ping": (fabric_cmds.add_ping, fabric_cmds.cmd_ping),
     "compare": (run_cmds.add_compare, run_cmds.cmd_compare),
     "sweep": (sweep_cmds.add_sweep, sweep_cmds.cmd_sweep),
     "report": (sweep_cmds.add_report, sweep_cmds.cmd_report),
-    "paper": (sweep_cmds.add_paper, sweep_cmds.cmd_paper),
+    "paper": (paper_cmds.add_paper, paper_cmds.cmd_paper),
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (sweep_cmds.add_demo, sweep_cmds.cmd_demo),
     "ideal": (run_cmds.add_ideal, run_cmds.cmd_ideal),

@@ -37,6 +37,8 @@ def _default(action: argparse.Action) -> str:
     d = action.default
     if d is None or d is False or d is argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
         return ""
+    if "(default " in (action.help or ""):  # the help says it, as the command line writes it
+        return ""
     if action.dest == "rate" and d == 0:  # args.AUTO_RATE
         return "auto"
     if isinstance(d, (tuple, list)):

@@ -8,15 +8,10 @@ import json
 from typing import Any
 
 from .. import api
-from ..fabric import netns, state
-from ..fabric.build import Fabric, FabricSpec
-from ..fabric.clean import clean
-from ..fabric.errors import FabricError
+from ..api import commands
 from ..models.schemes import Scheme, SchemeConfig, switch_schemes
-from ..topology import FatTree
 from ..topology.units import format_rate
 from . import args
-from .link_cmds import start_controld
 
 
 def add_up(sub: Any) -> None:
@@ -44,42 +39,23 @@ def add_up(sub: Any) -> None:
 
 
 def cmd_up(a: argparse.Namespace) -> int:
-    topology = a.topology or "fattree"
-    rate = args.resolve_rate(a.rate, FatTree(a.k, a.prefix, topology), acks=a.acks)
-    spec = FabricSpec(
-        k=a.k,
-        rate_bps=rate,
-        prefix=a.prefix,
+    done = commands.up(
+        a.k,
+        topology=a.topology,
+        rate=a.rate,
         scheme=a.scheme,
-        seed=a.seed,
         pipe_size=a.pipe_size,
-        topology=topology,
+        seed=a.seed,
+        acks=a.acks,
+        ack_priority=a.ack_priority,
         wire_overhead=a.wire_overhead,
-        ack_priority=args.ack_priority(a, a.acks),
+        prefix=a.prefix,
     )
-    args.need_root()
-    fab = Fabric(spec)
-    try:
-        fab.build()
-    except BaseException:
-        fab.teardown()
-        raise
-    times = fab.times
-    try:
-        start_controld(a.prefix)
-    except BaseException:
-        fab.teardown()
-        raise
-    if fab.maps is not None:
-        fab.maps.close()
-    program = "cached program" if fab.compiled is not None and fab.compiled.from_cache else "program compiled"
-    if fab.compiled is not None:
-        fab.compiled.close()  # the filters keep the programs; the pins keep the maps
-    t = fab.tree
+    t, spec = done.tree, done.spec
     print(
-        f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, {len(t.links)} links, "
-        f"rate {format_rate(rate)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
-        f"(built in {times.total_s:.2f} s, {program})"
+        f"fabric {a.prefix} up: {spec.topology} k={a.k}, {t.n_hosts} hosts, {t.n_switches} switches, "
+        f"{len(t.links)} links, rate {format_rate(spec.rate_bps)}, scheme {SchemeConfig(a.scheme, a.pipe_size).label} "
+        f"(built in {done.build_s:.2f} s, {'cached program' if done.cached_program else 'program compiled'})"
     )
     return 0
 
@@ -91,10 +67,7 @@ def add_status(sub: Any) -> None:
 
 
 def cmd_status(a: argparse.Namespace) -> int:
-    from ..fabric.status import status
-
-    args.need_root()
-    st = status(a.prefix)
+    st = commands.status(a.prefix)
     if a.json:
         print(json.dumps(st))
     else:
@@ -123,8 +96,8 @@ def add_scheme(sub: Any) -> None:
 
 
 def cmd_scheme(a: argparse.Namespace) -> int:
-    args.attached_tree(a.prefix)  # one line if no fabric is up
-    args.need_root()
+    commands.attached_tree(a.prefix)  # one line if no fabric is up
+    commands.need_root()
     with api.attach(a.prefix) as fab:
         out = fab.set_scheme(
             a.scheme, switches=a.switches, pipe_size=a.pipe_size, seed=a.seed, reset_pointers=a.reset_pointers
@@ -145,11 +118,8 @@ def add_down(sub: Any) -> None:
 
 
 def cmd_down(a: argparse.Namespace) -> int:
-    args.need_root()
-    if state.load(a.prefix) is None and not netns.listed(a.prefix):
-        raise FabricError(f"no fabric with prefix {a.prefix!r} is up")
-    rep = clean(a.prefix)
-    print(f"fabric {a.prefix} down: {rep.namespaces} namespaces removed in {rep.wait_s:.2f} s")
+    rep = commands.down(a.prefix)
+    print(f"fabric {a.prefix} down: {rep['namespaces']} namespaces removed in {rep['wait_s']:.2f} s")
     return 0
 
 
@@ -158,16 +128,12 @@ def add_clean(sub: Any) -> None:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
-    args.need_root()
-    rep = clean(a.prefix)
+    rep = commands.clean(a.prefix)
     print(
-        f"clean {a.prefix}: {rep.namespaces} namespaces, pinned maps {'removed' if rep.pinned_maps else 'none'}, "
-        f"{len(rep.killed)} processes killed, state {'removed' if rep.state_file else 'none'}"
+        f"clean {a.prefix}: {rep['namespaces']} namespaces, pinned maps {'removed' if rep['pinned_maps'] else 'none'}, "
+        f"{len(rep['killed'])} processes killed, state {'removed' if rep['state_file'] else 'none'}"
     )
     return 0
-
-
-ALL_PAIRS_MAX = 100_000  # more than this takes --sample (k=12 has 186,192 pairs)
 
 
 def add_ping(sub: Any) -> None:
@@ -177,7 +143,7 @@ def add_ping(sub: Any) -> None:
         type=args.positive_int,
         default=None,
         metavar="N",
-        help=f"N random host pairs instead of every pair (needed above {ALL_PAIRS_MAX:,} pairs)",
+        help=f"N random host pairs instead of every pair (needed above {commands.ALL_PAIRS_MAX:,} pairs)",
     )
     ping.add_argument("--seed", type=int, default=1, help="draws the --sample pairs")
     ping.add_argument("--json", action="store_true")
@@ -185,30 +151,14 @@ def add_ping(sub: Any) -> None:
 
 
 def cmd_ping(a: argparse.Namespace) -> int:
-    from ..fabric.reach import reachable, sample_pairs
-
-    tree = args.attached_tree(a.prefix)
-    total = tree.n_hosts * (tree.n_hosts - 1)
-    if a.sample is None and total > ALL_PAIRS_MAX:
-        raise FabricError(f"{total:,} host pairs is too many to ping at once; use --sample N (e.g. --sample 2000)")
-    pairs = sample_pairs(tree, a.sample if a.sample is not None else total, a.seed)
-    args.need_root()
-    got = reachable(tree, pairs)
-    missing = sorted((tree.hosts[s].name, tree.hosts[d].name) for s, d in pairs if (s, d) not in got)
+    out = commands.ping(a.prefix, a.sample, a.seed)
+    missing = out["missing"]
     if a.json:
-        print(
-            json.dumps(
-                {
-                    "pairs": len(pairs),
-                    "reachable": len(got),
-                    "missing": missing,
-                    **({"sampled_of": total, "seed": a.seed} if len(pairs) < total else {}),
-                }
-            )
-        )
+        print(json.dumps(out))
     else:
-        what = f"{len(got)}/{len(pairs)} host pairs reachable" + (
-            f" (a sample of {total:,})" if len(pairs) < total else ""
+        sampled = f" (a sample of {out['sampled_of']:,})" if "sampled_of" in out else ""
+        print(
+            f"{out['reachable']}/{out['pairs']} host pairs reachable{sampled}"
+            + (f"; missing e.g. {missing[:5]}" if missing else "")
         )
-        print(what + (f"; missing e.g. {missing[:5]}" if missing else ""))
     return 0 if not missing else 1

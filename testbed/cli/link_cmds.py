@@ -1,23 +1,16 @@
-"""The commands for live link failures: fail, heal, flap, and the link
-watcher daemon (`controld`, started by `testbed up`)."""
+"""The commands for live link failures: fail, heal and flap (the link watcher daemon that sees them is the
+fabric layer's, testbed.fabric.controld, started by `testbed up`)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
-import time
 from typing import Any
 
 from .. import api
-from ..fabric import links, state
-from ..fabric.errors import FabricError
-from ..models import control
-from ..run import faults
+from ..api import commands
 from ..topology.units import parse_duration
 from . import args
-from .args import attached_tree, need_root
 
 
 def add_fail(sub: Any) -> None:
@@ -53,41 +46,6 @@ def add_flap(sub: Any) -> None:
     args.add_common(flap)
 
 
-def add_controld(sub: Any) -> None:
-    args.add_common(sub.add_parser("controld", help=argparse.SUPPRESS))
-
-
-def start_controld(prefix: str, timeout_s: float = 15.0) -> int:
-    """Start the link watcher daemon of a fabric that is up; wait until it watches."""
-    import subprocess
-
-    log, ready = state.side_files(prefix)[1:3]
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "testbed.cli", "controld", "--prefix", prefix],
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=out,
-            start_new_session=True,
-        )
-    state.record_pid(prefix, proc.pid)
-    deadline = time.monotonic() + timeout_s
-    while not os.path.exists(ready):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise FabricError(f"the link watcher did not start (see {log})")
-        time.sleep(0.01)
-    return proc.pid
-
-
-def cmd_controld(a: argparse.Namespace) -> int:
-    """The link watcher daemon (started by `testbed up`)."""
-    from ..fabric.controld import serve
-
-    need_root()
-    serve(a.prefix)
-    return 0
-
-
 def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: dict[str, Any] | None = None) -> None:
     if a.json:
         print(json.dumps({**ev, **(extra or {})}))
@@ -100,8 +58,8 @@ def _print_event(a: argparse.Namespace, what: str, ev: dict[str, Any], extra: di
 
 
 def cmd_fail(a: argparse.Namespace) -> int:
-    attached_tree(a.prefix)  # one line if no fabric is up, before anything else
-    need_root()
+    commands.attached_tree(a.prefix)  # one line if no fabric is up, before anything else
+    commands.need_root()
     with api.attach(a.prefix) as fab:
         ev = fab.fail(a.link, random=a.random, seed=a.seed, force=a.force)
     if not ev.get("failed") and "note" in ev:
@@ -113,8 +71,8 @@ def cmd_fail(a: argparse.Namespace) -> int:
 
 
 def cmd_heal(a: argparse.Namespace) -> int:
-    attached_tree(a.prefix)
-    need_root()
+    commands.attached_tree(a.prefix)
+    commands.need_root()
     with api.attach(a.prefix) as fab:
         ev = fab.heal(a.link, all=a.all)
     if "healed" in ev:
@@ -125,30 +83,12 @@ def cmd_heal(a: argparse.Namespace) -> int:
 
 
 def cmd_flap(a: argparse.Namespace) -> int:
-    tree = attached_tree(a.prefix)
-    link = control.parse_link(tree, a.link)
-    period = parse_duration(a.period)
-    faults.check_partition(tree, [*faults.current_failed(tree), link], force=True)
-    need_root()
-    seq = len(links.read_events(a.prefix))
-    done = faults.apply(tree, faults.Action(0.0, "flap", link.name, period, a.count))
-    time.sleep(2 * links.SETTLE_S + 0.05)
-    evs = links.read_events(a.prefix, seq)
-    out = {
-        "link": link.name,
-        "cycles": a.count,
-        "period_s": period,
-        "transitions": len(done.t_applied_ns),
-        "events": len(evs),
-        "convergence_ms_max": max((e["convergence_ms"] for e in evs), default=0.0),
-        "lost_pkts": sum(e["lost_pkts"] for e in evs),
-        "failed_now": evs[-1]["failed"] if evs else [],
-    }
+    out = commands.flap(a.prefix, a.link, parse_duration(a.period), a.count)
     if a.json:
         print(json.dumps(out))
     else:
         print(
-            f"flapped {link.name} {a.count} times: {len(evs)} events, worst convergence "
+            f"flapped {out['link']} {a.count} times: {out['events']} events, worst convergence "
             f"{out['convergence_ms_max']:.2f} ms, {out['lost_pkts']} packets lost"
         )
     return 0

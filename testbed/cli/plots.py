@@ -21,12 +21,10 @@ def plot_queues(res: Any, out: Any, top: int = 4) -> str:
         series = ts[ts["port"] == name]
         ax.step(series["t_s"] * 1e3, series["pkts"], where="post", label=name)
     m = res.manifest
+    size = m["params"].get("size", m["params"].get("size_bytes"))  # "size_bytes" in runs made before 2026-12-07
     ax.set_xlabel("time since the first packet (ms)")
     ax.set_ylabel("queue (packets)")
-    ax.set_title(
-        f"{m['params']['workload']} {m['params']['size_bytes']} B, load {m['params']['load']}, "
-        f"{m['scheme']}, k={m['k']}"
-    )
+    ax.set_title(f"{m['params']['workload']} {size} B, load {m['params']['load']}, {m['scheme']}, k={m['k']}")
     ax.legend(loc="upper right", fontsize="small")
     ax.grid(alpha=0.3)
     fig.tight_layout()

@@ -6,3 +6,11 @@ from __future__ import annotations
 
 class FabricError(RuntimeError):
     """The fabric cannot be built or found."""
+
+
+def require_root() -> None:
+    """Every kernel object of a fabric needs root: one line, before any is made."""
+    import os
+
+    if os.geteuid() != 0:
+        raise FabricError("must run as root (sudo ./scripts/testbed ...)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from typing import NamedTuple
 
 STATE_DIR = "/run/testbed"
 
@@ -64,9 +65,20 @@ def record_pid(prefix: str, pid: int, add: bool = True) -> None:
     save(FabricState(**{**asdict(st), "pids": pids}))
 
 
-def side_files(prefix: str) -> list[str]:
-    """Files kept beside the state: link events, the watcher daemon's log and readiness mark, the run lock."""
-    return [
-        os.path.join(STATE_DIR, f"{prefix}.{suffix}")
-        for suffix in ("events.jsonl", "controld.log", "controld.ready", "lock")
-    ]
+class SideFiles(NamedTuple):
+    """Files kept beside the state, by what they hold."""
+
+    events: str  # the link watcher's events, one JSON object per line (testbed.fabric.links)
+    controld_log: str  # the watcher daemon's output (testbed.fabric.controld)
+    controld_ready: str  # written by the daemon once it watches
+    lock: str  # the run lock (testbed.fabric.lock)
+
+
+def side_files(prefix: str) -> SideFiles:
+    """The files kept beside a fabric's state."""
+    return SideFiles(
+        *(
+            os.path.join(STATE_DIR, f"{prefix}.{suffix}")
+            for suffix in ("events.jsonl", "controld.log", "controld.ready", "lock")
+        )
+    )

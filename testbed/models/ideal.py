@@ -57,7 +57,7 @@ from ..topology.timebase import path_links
 from . import decisions
 from .schemes import Scheme, SchemeConfig, SchemeError
 
-SCHEMES = (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.OFAN, Scheme.POFAN)
+SCHEMES = tuple(s for s in Scheme if s.traits.ideal)  # the registry says which (testbed.models.schemes)
 # The fabric's buckets, in maximum-size frames (MTU + Ethernet header), as testbed.fabric.build counts them
 # (DEFAULT_BURST_FRAMES, NIC_BUCKET_FRAMES, DEFAULT_MTU; tests/unit/test_ideal.py keeps these copies equal).
 LINK_BUCKET = 2.0

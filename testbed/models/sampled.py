@@ -43,7 +43,8 @@ DRILL_D_MAX, DRILL_M_MAX = 4, 2  # shared.h
 LB_DECAY_STEPS = 64
 DECAY_ONE = 1 << 16
 
-ACTIVE_OF = {Scheme.DLB: LB_SAMPLE, Scheme.SGLB: LB_SAMPLE | LB_FLOOD, Scheme.CONGA: LB_CONGA}
+TIMER_BITS = {"sample": LB_SAMPLE, "flood": LB_FLOOD, "dre": LB_CONGA}  # the registry's timer names
+ACTIVE_OF = {s: sum(TIMER_BITS[t] for t in s.traits.timers) for s in Scheme if s.traits.timers}
 CONGA_ALPHA = 0.2
 CONGA_AGE_PERIODS = 50
 EWMA_SHIFT = 2
@@ -56,19 +57,19 @@ QUEUE_LO_BYTES, QUEUE_HI_BYTES = 0, 160 * 1024
 class SampledParams:
     """Intervals of the sampled schemes, in packet times (data frame at line rate)."""
 
-    sample_pkts: float = 16.0  # DLB and SGLB sampling interval
-    flood_pkts: float = 32.0  # SGLB flood interval
-    dre_pkts: float = 32.0  # CONGA T_dre
-    load_band: tuple[float, float] = (LOAD_LO, LOAD_HI)  # DLB load thresholds, fractions of the line rate
-    queue_band: tuple[int, int] = (QUEUE_LO_BYTES, QUEUE_HI_BYTES)  # DLB queue thresholds, bytes
+    sample_interval: float = 16.0  # DLB and SGLB sampling interval
+    flood_interval: float = 32.0  # SGLB flood interval
+    dre_interval: float = 32.0  # CONGA T_dre
+    load_bands: tuple[float, float] = (LOAD_LO, LOAD_HI)  # DLB load thresholds, fractions of the line rate
+    queue_bands: tuple[int, int] = (QUEUE_LO_BYTES, QUEUE_HI_BYTES)  # DLB queue thresholds, bytes
     drill_d: int = 2  # the drill scheme's DRILL(d, m): samples per decision
     drill_m: int = 1  # and remembered uplinks
 
     def __post_init__(self) -> None:
         for name, v in (
-            ("--sample-interval", self.sample_pkts),
-            ("--flood-interval", self.flood_pkts),
-            ("--dre-interval", self.dre_pkts),
+            ("--sample-interval", self.sample_interval),
+            ("--flood-interval", self.flood_interval),
+            ("--dre-interval", self.dre_interval),
         ):
             if not 0 < v <= 1e7:
                 raise SchemeError(f"{name} must be in (0, 1e7] packet times, got {v}")
@@ -77,7 +78,7 @@ class SampledParams:
                 f"DRILL(d, m) needs --drill-d in 1..{DRILL_D_MAX} and --drill-m in 0..{DRILL_M_MAX}, "
                 f"got {self.drill_d}, {self.drill_m}"
             )
-        for name, (lo, hi) in (("--load-bands", self.load_band), ("--queue-bands", self.queue_band)):
+        for name, (lo, hi) in (("--load-bands", self.load_bands), ("--queue-bands", self.queue_bands)):
             if not 0 <= lo < hi <= 1 << 40:
                 raise SchemeError(f"{name} needs 0 <= LO < HI, got {lo},{hi}")
 
@@ -121,18 +122,18 @@ class Settings:
 
 def settings(p: SampledParams, rate_bps: int, frame_bytes: int, edges_per_pod: int, active: int) -> Settings:
     pkt_ns = frame_bytes * 8e9 / rate_bps
-    sample_ns = max(1, round(p.sample_pkts * pkt_ns))
+    sample_ns = max(1, round(p.sample_interval * pkt_ns))
     line_bytes = rate_bps / 8e9 * sample_ns  # bytes the line carries in one sampling interval
-    dre_ns = max(1, round(p.dre_pkts * pkt_ns))
+    dre_ns = max(1, round(p.dre_interval * pkt_ns))
     return Settings(
         active=active,
         sample_ns=sample_ns,
-        flood_ns=max(1, round(p.flood_pkts * pkt_ns)),
+        flood_ns=max(1, round(p.flood_interval * pkt_ns)),
         dre_ns=dre_ns,
-        load_lo=round(p.load_band[0] * line_bytes),
-        load_hi=round(p.load_band[1] * line_bytes),
-        queue_lo=int(p.queue_band[0]),
-        queue_hi=int(p.queue_band[1]),
+        load_lo=round(p.load_bands[0] * line_bytes),
+        load_hi=round(p.load_bands[1] * line_bytes),
+        queue_lo=int(p.queue_bands[0]),
+        queue_hi=int(p.queue_bands[1]),
         conga_ctau=max(1, round(rate_bps / 8e9 * dre_ns / CONGA_ALPHA)),
         edges_per_pod=edges_per_pod,
         drill=p.drill_d | p.drill_m << 8,

@@ -82,6 +82,22 @@ class Scheme(enum.IntEnum):
         """What the switches run: the scheme itself, or the one a host scheme needs."""
         return _SWITCHES_OF.get(self, self)
 
+    @property
+    def traits(self) -> Traits:
+        """What the scheme needs and what models it (TRAITS)."""
+        return TRAITS.get(self, Traits())
+
+    @property
+    def needs_acks(self) -> bool:
+        """It cannot run without ACKs: a run with it turns them on."""
+        return self.traits.acks == "needs"
+
+    @property
+    def uses_acks(self) -> bool:
+        """It needs ACKs or does something with them (DRB's ACKs take the small class): the paper's figures
+        run it with ACKs."""
+        return self.traits.acks in ("needs", "uses")
+
     @classmethod
     def parse(cls, name: str) -> Scheme:
         try:
@@ -89,6 +105,34 @@ class Scheme(enum.IntEnum):
         except KeyError:
             raise SchemeError(f"unknown scheme {name!r} (choose from {', '.join(names())})") from None
 
+
+@dataclass(frozen=True)
+class Traits:
+    """What a scheme needs of a run and which models cover it; every caller asks here.
+
+    acks: "needs" (it refuses to run without them), "uses" (it does something with them), "no".
+    timers: the switch timers it arms (testbed.models.sampled: "sample", "flood", "dre"), none for most.
+    ideal: the ideal fabric (testbed.models.ideal) models it.
+    """
+
+    acks: str = "no"
+    timers: tuple[str, ...] = ()
+    ideal: bool = False
+
+
+TRAITS: dict[Scheme, Traits] = {
+    Scheme.ECMP: Traits(ideal=True),
+    Scheme.OFAN: Traits(ideal=True),
+    Scheme.RPS: Traits(ideal=True),
+    Scheme.RR: Traits(ideal=True),
+    Scheme.JSQ: Traits(ideal=True),
+    Scheme.POFAN: Traits(ideal=True),
+    Scheme.REPS: Traits(acks="needs"),  # recycles the entropies its ACKs bring back
+    Scheme.CONGA: Traits(acks="needs", timers=("dre",)),  # feeds path congestion back on the reverse traffic
+    Scheme.DRB: Traits(acks="uses"),  # its ACKs take the small size class
+    Scheme.DLB: Traits(timers=("sample",)),
+    Scheme.SGLB: Traits(timers=("sample", "flood")),
+}
 
 _HOST_LB = {Scheme.REPS: 1, Scheme.DRB: 2, Scheme.ETHEREAL: 3}
 _SWITCHES_OF = {Scheme.REPS: Scheme.ECMP, Scheme.DRB: Scheme.HOST_ROUTED, Scheme.ETHEREAL: Scheme.HOST_ROUTED}
@@ -104,6 +148,16 @@ def switch_schemes() -> list[Scheme]:
 
 def host_schemes() -> list[Scheme]:
     return [s for s in Scheme if s.is_host]
+
+
+def needing_acks(labels: list[str] | tuple[str, ...]) -> bool:
+    """Whether any of these scheme items ('reps', 'pofan:4', ...) needs ACKs."""
+    return any(SchemeConfig.parse(x).scheme.needs_acks for x in labels)
+
+
+def using_acks(labels: list[str] | tuple[str, ...]) -> bool:
+    """Whether any of these scheme items needs or uses ACKs."""
+    return any(SchemeConfig.parse(x).scheme.uses_acks for x in labels)
 
 
 PIPES_PER_CPU = 0  # SchemeConfig.pipe_size value: one pointer set per CPU

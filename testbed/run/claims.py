@@ -19,7 +19,6 @@ orderings or growth classes, never as absolute times.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import math
@@ -37,7 +36,7 @@ from ..models import decisions
 from ..topology import FatTree
 from ..topology.timebase import PAPER_LINK_DELAY_PKTS, PAPER_WIRE_FRAME_BYTES
 from .params import RunError
-from .sweep import Matrix, SweepDir
+from .sweep import Matrix, SweepDir, matrix
 
 KB, MB = 1024, 1 << 20
 SCALES = ("quick", "paper")
@@ -178,8 +177,8 @@ MIXED = MIXES[1:]
 
 
 def _m(schemes: tuple[str, ...], **kw: Any) -> Matrix:
-    acks = bool(kw.pop("acks", False)) or any(s in ("reps", "conga") for s in schemes)
-    return Matrix(schemes, acks=acks, retries=1, **kw)
+    """An experiment's matrix (with ACKs where a scheme needs them: the matrix asks the registry)."""
+    return matrix(schemes, retries=1, **kw)
 
 
 @functools.cache
@@ -191,85 +190,85 @@ def experiments() -> dict[str, Experiment]:
             Experiment(
                 "fig1",
                 "utilisation against the load, 1 MB permutation (Fig. 1)",
-                _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), seeds=(1, 2, 3)),
-                _m(("ar", "reps", "ofan"), loads=(0.8, 1.0), ks=(12,), seeds=(1, 2, 3)),
+                _m(("ar", "reps", "ofan"), load=(0.8, 1.0), seed=(1, 2, 3)),
+                _m(("ar", "reps", "ofan"), load=(0.8, 1.0), k=(12,), seed=(1, 2, 3)),
             ),
             Experiment(
                 "fig3",
                 "worst link overload per stage, 1 MB inter-pod permutation (Fig. 3)",
-                _m(FIG3, inter_pod=True, seeds=(1, 2)),
-                _m(FIG3, inter_pod=True, ks=(12,), seeds=(1, 2)),
+                _m(FIG3, inter_pod=True, seed=(1, 2)),
+                _m(FIG3, inter_pod=True, k=(12,), seed=(1, 2)),
             ),
             Experiment(
                 "fig4",
                 "largest queue and CCT increase against the message size (Figs. 4 and 7)",
-                _m(FIG4, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                _m(FIG4, sizes=(256 * KB, MB, 4 * MB), ks=(12,), seeds=(1, 2)),
+                _m(FIG4, size=(256 * KB, MB, 4 * MB), seed=(1, 2)),
+                _m(FIG4, size=(256 * KB, MB, 4 * MB), k=(12,), seed=(1, 2)),
             ),
             Experiment(
                 "fig5",
                 "CCT increase against the network size, 1 MB permutation (Fig. 5a)",
-                _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                _m(MAIN, ks=(4, 8, 12, 16), seeds=(1, 2)),
+                _m(MAIN, k=(4, 8), seed=(1, 2)),
+                _m(MAIN, k=(4, 8, 12, 16), seed=(1, 2)),
             ),
             Experiment(
                 "fig6",
                 "pOfan variants and DRB against the network size (Fig. 6)",
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12), seeds=(1, 2)),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), k=(4, 8), seed=(1, 2)),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), k=(4, 8, 12), seed=(1, 2)),
             ),
             Experiment(
                 "fig8",
                 "Ofan's CCT against the packet size, a 0.5 MB message (Fig. 8)",
-                _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_QUICK, seeds=(1, 2)),
-                _m(("ofan",), sizes=(512 * KB,), payloads=FIG8_PAYLOADS_PAPER, ks=(12,), seeds=(1, 2)),
+                _m(("ofan",), size=(512 * KB,), payload=FIG8_PAYLOADS_QUICK, seed=(1, 2)),
+                _m(("ofan",), size=(512 * KB,), payload=FIG8_PAYLOADS_PAPER, k=(12,), seed=(1, 2)),
             ),
             Experiment(
                 "fig9",
                 "CCT increase over the fault-free bound under random link failures, hosts paced at rho_max (Fig. 9)",
-                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), seeds=(1, 2)),
-                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), ks=(12,), seeds=(1, 2)),
+                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), seed=(1, 2)),
+                _m(("ar", "reps", "ofan"), failures=(0.0, 0.05, 0.1), k=(12,), seed=(1, 2)),
             ),
             Experiment(
                 "fig10",
                 "the two-level fat tree (Fig. 10)",
-                _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                _m(MAIN, topology="leafspine", ks=(64,), seeds=(1,)),
+                _m(MAIN, topology="leafspine", k=(16,), seed=(1, 2)),
+                _m(MAIN, topology="leafspine", k=(64,), seed=(1,)),
             ),
             Experiment(
                 "fig12",
                 "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
-                _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,)),
-                _m(MAIN, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=(1,)),
+                _m(MAIN, size=(4 * MB,), cc=("dctcp", "nscc", "swift"), seed=(1,)),
+                _m(MAIN, size=(4 * MB,), cc=("dctcp", "nscc", "swift"), k=(12,), seed=(1,)),
             ),
             Experiment(
                 "fig11",
                 "4Ofan on half the LB switches among AR ones, four ways, a 1 MB permutation (Fig. 11)",
-                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=(1, 2)),
-                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=(1, 2)),
+                _m(("ar", "pofan:4"), mix=MIXES, acks=True, seed=(1, 2)),
+                _m(("ar", "pofan:4"), mix=MIXES, acks=True, k=(12,), seed=(1, 2)),
             ),
             Experiment(
                 "fig13",
                 "MoE dispatch, hierarchical, skew 1.48x and 1.13x (EPLB), without a CCA and with NSCC (Fig. 13)",
                 _m(
                     MAIN,
-                    workloads=("moe", "moe-eplb"),
-                    sizes=(512 * KB,),
-                    ccs=("none", "nscc"),
+                    workload=("moe", "moe-eplb"),
+                    size=(512 * KB,),
+                    cc=("none", "nscc"),
                     gpus_per_server=4,
-                    payloads=(32768,),
+                    payload=(32768,),
                     ecn_threshold="10pkts",
-                    seeds=(1, 2),
+                    seed=(1, 2),
                 ),
                 _m(
                     MAIN,
-                    workloads=("moe", "moe-eplb"),
-                    sizes=(MB,),
-                    ccs=("none", "nscc"),
-                    ks=(8,),
-                    payloads=(32768,),
+                    workload=("moe", "moe-eplb"),
+                    size=(MB,),
+                    cc=("none", "nscc"),
+                    k=(8,),
+                    payload=(32768,),
                     ecn_threshold="10pkts",
-                    seeds=(1, 2),
+                    seed=(1, 2),
                 ),
             ),
             Experiment(
@@ -277,42 +276,40 @@ def experiments() -> dict[str, Experiment]:
                 "FSDP2's chained backward pass on Llama-3 405B (1,533 packets per step), NSCC and Swift (Fig. 14)",
                 _m(
                     MAIN,
-                    workloads=("fsdp",),
-                    sizes=(1533 * 4096,),
-                    ccs=("nscc", "swift"),
+                    workload=("fsdp",),
+                    size=(1533 * 4096,),
+                    cc=("nscc", "swift"),
                     gpus_per_server=4,
-                    seeds=(1,),
+                    seed=(1,),
                 ),
-                _m(
-                    MAIN, workloads=("fsdp",), sizes=(1533 * 4096,), ccs=("nscc", "swift"), ks=(8,), steps=8, seeds=(1,)
-                ),
+                _m(MAIN, workload=("fsdp",), size=(1533 * 4096,), cc=("nscc", "swift"), k=(8,), steps=8, seed=(1,)),
             ),
             Experiment(
                 "fig14m",
                 "FSDP2's chained backward pass per model: 8B and 405B, Ofan, AR and REPS with NSCC (Fig. 14)",
                 _m(
                     ("ar", "reps", "ofan"),
-                    workloads=("fsdp",),
-                    sizes=(119 * 4096, 1533 * 4096),
-                    ccs=("nscc",),
+                    workload=("fsdp",),
+                    size=(119 * 4096, 1533 * 4096),
+                    cc=("nscc",),
                     gpus_per_server=4,
-                    seeds=(1,),
+                    seed=(1,),
                 ),
                 _m(
                     ("ar", "reps", "ofan"),
-                    workloads=("fsdp",),
-                    sizes=(119 * 4096, 1533 * 4096),
-                    ccs=("nscc",),
-                    ks=(8,),
+                    workload=("fsdp",),
+                    size=(119 * 4096, 1533 * 4096),
+                    cc=("nscc",),
+                    k=(8,),
                     steps=8,
-                    seeds=(1,),
+                    seed=(1,),
                 ),
             ),
             Experiment(
                 "fig17",
                 "DRB's and Ofan's largest queue against the network size, inter-pod permutation (Fig. 17)",
-                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
-                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12), seeds=(1, 2, 3)),
+                _m(("drb", "ofan"), inter_pod=True, k=(4, 8), seed=(1, 2, 3)),
+                _m(("drb", "ofan"), inter_pod=True, k=(4, 8, 12), seed=(1, 2, 3)),
             ),
         )
     }
@@ -1267,10 +1264,7 @@ def matrices(scale: str, propagation: str, selected: list[Claim], rate_factor: f
     if scale not in SCALES:
         raise RunError(f"--scale must be one of {', '.join(SCALES)}, got {scale!r}")
     ex = experiments()
-    return {
-        n: dataclasses.replace(ex[n].matrix(scale), propagation=propagation, rate_factor=rate_factor)
-        for n in needed(selected)
-    }
+    return {n: ex[n].matrix(scale).replace(propagation=propagation, rate_factor=rate_factor) for n in needed(selected)}
 
 
 def evaluate(selected: list[Claim], data: Data, incomplete: dict[str, str] | None = None) -> list[dict[str, Any]]:

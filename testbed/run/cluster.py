@@ -32,7 +32,6 @@ import socket
 import tarfile
 import threading
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,7 @@ TASK_RETRIES = 3
 
 def run_cell_on_node(matrix: dict[str, Any], cell: dict[str, Any], sweep_id: str) -> tuple[dict[str, Any], bytes]:
     """The body of a task, on a node: one cell on a fabric of its own; (row, the cell's directory as tar)."""
-    m, c = Matrix.from_json(matrix), Cell(**cell)
+    m, c = Matrix.from_json(matrix), Cell.from_json(cell)
     _remove_dead_stages()
     stage = STAGING / sweep_id / c.name
     shutil.rmtree(stage, ignore_errors=True)
@@ -154,7 +153,7 @@ def run_ray(
     pending = d.pending()
     progress(total - len(pending), total, None)
     sweep_id = m.fingerprint()
-    futures = {task.remote(m.to_json(), asdict(cell), sweep_id): cell for cell in pending}
+    futures = {task.remote(m.to_json(), cell.to_json(), sweep_id): cell for cell in pending}
     while futures:
         ready, _ = ray.wait(list(futures), num_returns=1, timeout=WAIT_S)  # a timeout lets signals in
         if not ready:

@@ -56,6 +56,7 @@ from ..models.schemes import Scheme, SchemeConfig, select_switches
 from ..topology import FatTree, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
+from .options import record
 from .params import Result, RunError, RunParams
 
 DRAIN_IDLE_S = 0.5  # give up waiting for stragglers after this long without progress
@@ -95,7 +96,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             SchemeConfig.parse(p.mix_base).validate(tree.switch_ports)
     p.check_fabric(tree)
     p.check_propagation(tree, spec.rate_bps, spec.wire_overhead)
-    flows = p.flows(tree)
+    flows = p.flow_list(tree)
     if not flows:
         raise RunError("the workload has no flow")
     rtts = p.flow_base_rtts_ns(tree, flows, spec.rate_bps, spec.wire_overhead)
@@ -110,7 +111,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     failed_now = faults.current_failed(tree)
     rho: dict[str, Any] = {"paced": False}
     pace = p.load
-    if p.pace_rho_max:
+    if p.pace == "rho_max":
         rm = control.rho_max(tree, flows, failed_now)
         if rm.rho <= 0:
             raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
@@ -227,7 +228,7 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         shift_s=prop.shift_s,
         after_s=waits,
     )
-    params = {**asdict(p), "scheme": p.scheme.label if p.scheme is not None else None}
+    params = record(p)  # every run option by name (testbed.run.options)
     run_dir = None
     if out_dir is not None:
         run_dir = results.RunDir(
@@ -747,7 +748,7 @@ def _result(
         workload=p.workload,
         k=tree.k,
         hosts=tree.n_hosts,
-        size_bytes=p.size_bytes,
+        size_bytes=p.size,
         load=p.load,
         rate_bps=spec.rate_bps,
         host_rate_bps=plan.host_rate,

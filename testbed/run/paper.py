@@ -15,14 +15,15 @@ as the paper does (testbed.cli.figures).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from dataclasses import dataclass
+from typing import Any
 
 from traffic.workloads import fsdp_steps
 
+from ..models.schemes import using_acks
 from ..topology import FatTree
-from .sweep import Matrix
+from .sweep import Matrix, matrix
 
 KB, MB = 1024, 1 << 20
 MAIN = ("ar", "reps", "ofan", "pofan:4")  # the paper's section 6 comparison
@@ -68,17 +69,16 @@ class PaperFigure:
 
     def matrices(self, scale: str) -> dict[str, Matrix]:
         """Each panel's matrix at `scale`, named for its figure (so the report draws it)."""
-        return {
-            p.name: dataclasses.replace(p.quick if scale == "quick" else p.paper, figure=self.name) for p in self.panels
-        }
+        return {p.name: (p.quick if scale == "quick" else p.paper).replace(figure=self.name) for p in self.panels}
 
     def cells(self, scale: str) -> int:
         return sum(len(m.cells()) for m in self.matrices(scale).values())
 
 
-def _m(schemes: tuple[str, ...], **kw: object) -> Matrix:
-    acks = bool(kw.pop("acks", False)) or any(s in schemes for s in ("reps", "conga", "drb"))
-    return Matrix(schemes, acks=acks, **kw)  # type: ignore[arg-type]
+def _m(schemes: tuple[str, ...], **kw: Any) -> Matrix:
+    """A figure's matrix: with ACKs when a scheme needs or uses them (the registry: REPS, CONGA, DRB)."""
+    acks = bool(kw.pop("acks", False)) or using_acks(schemes)
+    return matrix(schemes, acks=acks, **kw)
 
 
 def _one(caption: str, quick: Matrix, paper: Matrix) -> tuple[Panel, ...]:
@@ -94,12 +94,12 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 1: utilisation, largest queue and CCT increase against the offered load (1, 2.2)",
             _one(
                 "a 1 MB permutation",
-                _m(("rps", "ar", "reps", "ofan", "pofan:4"), loads=(0.5, 0.8, 0.9, 1.0), seeds=(1, 2)),
+                _m(("rps", "ar", "reps", "ofan", "pofan:4"), load=(0.5, 0.8, 0.9, 1.0), seed=(1, 2)),
                 _m(
                     ("rps", "ar", "reps", "ofan", "pofan:4"),
-                    loads=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
-                    ks=(12,),
-                    seeds=TEN,
+                    load=(0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0),
+                    k=(12,),
+                    seed=TEN,
                 ),
             ),
         ),
@@ -108,8 +108,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 3: worst link overload per stage, every Table 1 scheme (3.2)",
             _one(
                 "an inter-pod permutation",
-                _m(TABLE1, inter_pod=True, seeds=(1, 2)),
-                _m(TABLE1, inter_pod=True, ks=(12,), seeds=TEN),
+                _m(TABLE1, inter_pod=True, seed=(1, 2)),
+                _m(TABLE1, inter_pod=True, k=(12,), seed=TEN),
             ),
             ("RSQ is rps (the testbed's JSQ family has no separate RSQ)",),
         ),
@@ -118,8 +118,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 4: largest queue and CCT increase against the message size, growth exponents (3.5)",
             _one(
                 "a permutation, every Table 1 scheme",
-                _m(TABLE1, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                _m(TABLE1, sizes=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN),
+                _m(TABLE1, size=(256 * KB, MB, 4 * MB), seed=(1, 2)),
+                _m(TABLE1, size=(64 * KB, 256 * KB, MB, 4 * MB, 16 * MB), k=(12,), seed=TEN),
             ),
             ("RSQ is rps",),
         ),
@@ -130,20 +130,20 @@ def figures() -> dict[str, PaperFigure]:
                 Panel(
                     "a",
                     "(a) a 1 MB permutation",
-                    _m(MAIN, ks=(4, 8), seeds=(1, 2)),
-                    _m(MAIN, ks=(4, 8, 12, 16), seeds=TEN),
+                    _m(MAIN, k=(4, 8), seed=(1, 2)),
+                    _m(MAIN, k=(4, 8, 12, 16), seed=TEN),
                 ),
                 Panel(
                     "b",
                     "(b) all-to-all, a fixed size per flow",
-                    _m(MAIN, workloads=("all-to-all",), sizes=(16 * KB,), ks=(4, 8), seeds=(1, 2)),
-                    _m(MAIN, workloads=("all-to-all",), sizes=(64 * KB,), ks=(4, 8), seeds=TEN),
+                    _m(MAIN, workload=("all-to-all",), size=(16 * KB,), k=(4, 8), seed=(1, 2)),
+                    _m(MAIN, workload=("all-to-all",), size=(64 * KB,), k=(4, 8), seed=TEN),
                 ),
                 Panel(
                     "c",
                     "(c) all-to-all, a fixed total per host",
-                    _m(MAIN, workloads=("all-to-all-host",), sizes=(256 * KB,), ks=(4, 8), seeds=(1, 2)),
-                    _m(MAIN, workloads=("all-to-all-host",), sizes=(2 * MB,), ks=(4, 8), seeds=TEN),
+                    _m(MAIN, workload=("all-to-all-host",), size=(256 * KB,), k=(4, 8), seed=(1, 2)),
+                    _m(MAIN, workload=("all-to-all-host",), size=(2 * MB,), k=(4, 8), seed=TEN),
                 ),
             ),
             (
@@ -156,8 +156,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 6: CCT increase of pOfan variants and DRB against the network size (6.1)",
             _one(
                 "a 1 MB permutation",
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8), seeds=(1, 2)),
-                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), ks=(4, 8, 12, 16), seeds=TEN),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), k=(4, 8), seed=(1, 2)),
+                _m(("drb", "pofan:1", "pofan:2", "pofan:4", "ofan"), k=(4, 8, 12, 16), seed=TEN),
             ),
         ),
         PaperFigure(
@@ -167,14 +167,14 @@ def figures() -> dict[str, PaperFigure]:
                 Panel(
                     "a",
                     "(a) permutation",
-                    _m(MAIN, sizes=(256 * KB, MB, 4 * MB), seeds=(1, 2)),
-                    _m(MAIN, sizes=(256 * KB, MB, 4 * MB, 16 * MB), ks=(12,), seeds=TEN),
+                    _m(MAIN, size=(256 * KB, MB, 4 * MB), seed=(1, 2)),
+                    _m(MAIN, size=(256 * KB, MB, 4 * MB, 16 * MB), k=(12,), seed=TEN),
                 ),
                 Panel(
                     "b",
                     "(b) all-to-all",
-                    _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB), seeds=(1, 2)),
-                    _m(MAIN, workloads=("all-to-all",), sizes=(4 * KB, 16 * KB, 64 * KB, 256 * KB), ks=(8,), seeds=TEN),
+                    _m(MAIN, workload=("all-to-all",), size=(4 * KB, 16 * KB, 64 * KB), seed=(1, 2)),
+                    _m(MAIN, workload=("all-to-all",), size=(4 * KB, 16 * KB, 64 * KB, 256 * KB), k=(8,), seed=TEN),
                 ),
             ),
             (
@@ -192,19 +192,19 @@ def figures() -> dict[str, PaperFigure]:
                 Panel(
                     "a",
                     "(a) a 0.5 MB message",
-                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192), seeds=(1, 2)),
-                    _m(MAIN, sizes=(512 * KB,), payloads=(1024, 2048, 4096, 8192, 16384, 32768), ks=(12,), seeds=TEN),
+                    _m(MAIN, size=(512 * KB,), payload=(1024, 2048, 4096, 8192), seed=(1, 2)),
+                    _m(MAIN, size=(512 * KB,), payload=(1024, 2048, 4096, 8192, 16384, 32768), k=(12,), seed=TEN),
                 ),
                 Panel(
                     "b",
                     "(b) a larger message: Ofan's optimum moves to larger packets",
-                    _m(("ar", "ofan"), sizes=(4 * MB,), payloads=(4096, 8192, 16384, 32768), seeds=(1, 2)),
+                    _m(("ar", "ofan"), size=(4 * MB,), payload=(4096, 8192, 16384, 32768), seed=(1, 2)),
                     _m(
                         ("ar", "reps", "ofan"),
-                        sizes=(8 * MB,),
-                        payloads=(4096, 8192, 16384, 32768),
-                        ks=(12,),
-                        seeds=TEN,
+                        size=(8 * MB,),
+                        payload=(4096, 8192, 16384, 32768),
+                        k=(12,),
+                        seed=TEN,
                     ),
                 ),
             ),
@@ -222,8 +222,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 9: CCT increase over the fault-free bound against random link failures, hosts paced at rho_max (6.2)",
             _one(
                 "a 1 MB permutation",
-                _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seeds=(1, 2)),
-                _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), ks=(12,), seeds=TEN),
+                _m(MAIN, failures=(0.0, 0.02, 0.05, 0.1), seed=(1, 2)),
+                _m(MAIN, failures=(0.0, 0.01, 0.02, 0.05, 0.1), k=(12,), seed=TEN),
             ),
         ),
         PaperFigure(
@@ -231,8 +231,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 10: the two-level fat tree, k=64 and 2,048 hosts (6.3)",
             _one(
                 "a 1 MB permutation",
-                _m(MAIN, topology="leafspine", ks=(16,), seeds=(1, 2)),
-                _m(MAIN, topology="leafspine", ks=(64,), seeds=TEN),
+                _m(MAIN, topology="leafspine", k=(16,), seed=(1, 2)),
+                _m(MAIN, topology="leafspine", k=(64,), seed=TEN),
             ),
         ),
         PaperFigure(
@@ -240,8 +240,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 11: 4Ofan deployed on half the LB switches among AR ones, four ways (6.4)",
             _one(
                 "a 1 MB permutation: all AR, the four mixes, all 4Ofan",
-                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, seeds=TEN),
-                _m(("ar", "pofan:4"), mixes=MIXES, acks=True, ks=(12,), seeds=TEN),
+                _m(("ar", "pofan:4"), mix=MIXES, acks=True, seed=TEN),
+                _m(("ar", "pofan:4"), mix=MIXES, acks=True, k=(12,), seed=TEN),
             ),
             ("the mixes are drawn from each run's seed: random:0.5 and pods:0.5 differ per seed",),
         ),
@@ -251,8 +251,8 @@ def figures() -> dict[str, PaperFigure]:
             "buffers, base RTT 150 packet times (6.5)",
             _one(
                 "a 4 MB permutation",
-                _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), seeds=(1,), retries=1),
-                _m(CC_SCHEMES, sizes=(4 * MB,), ccs=("dctcp", "nscc", "swift"), ks=(12,), seeds=TEN),
+                _m(CC_SCHEMES, size=(4 * MB,), cc=("dctcp", "nscc", "swift"), seed=(1,), retries=1),
+                _m(CC_SCHEMES, size=(4 * MB,), cc=("dctcp", "nscc", "swift"), k=(12,), seed=TEN),
             ),
             ("the paper's MSwift is this testbed's swift (docs/traffic.md, \"Congestion control\")",),
         ),
@@ -264,24 +264,24 @@ def figures() -> dict[str, PaperFigure]:
                 "(a) no CCA, (b) no CCA with EPLB, (c) NSCC, (d) NSCC with EPLB",
                 _m(
                     MAIN,
-                    workloads=("moe", "moe-eplb"),
-                    sizes=(512 * KB,),
-                    ccs=("none", "nscc"),
+                    workload=("moe", "moe-eplb"),
+                    size=(512 * KB,),
+                    cc=("none", "nscc"),
                     gpus_per_server=4,
-                    payloads=(32768,),
+                    payload=(32768,),
                     ecn_threshold="10pkts",
-                    seeds=(1, 2),
+                    seed=(1, 2),
                     retries=1,
                 ),
                 _m(
                     MAIN,
-                    workloads=("moe", "moe-eplb"),
-                    sizes=(4 * MB,),
-                    ccs=("none", "nscc"),
-                    ks=(8,),
-                    payloads=(32768,),
+                    workload=("moe", "moe-eplb"),
+                    size=(4 * MB,),
+                    cc=("none", "nscc"),
+                    k=(8,),
+                    payload=(32768,),
                     ecn_threshold="10pkts",
-                    seeds=TEN,
+                    seed=TEN,
                 ),
             ),
             (
@@ -302,20 +302,20 @@ def figures() -> dict[str, PaperFigure]:
                 "per model (119, 418, 1,533 packets per flow and step)",
                 _m(
                     ("ar", "reps", "ofan", "pofan:4"),
-                    workloads=("fsdp",),
-                    sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
-                    ccs=("nscc", "swift"),
+                    workload=("fsdp",),
+                    size=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
+                    cc=("nscc", "swift"),
                     gpus_per_server=4,
-                    seeds=(1,),
+                    seed=(1,),
                     retries=1,
                 ),
                 _m(
                     ("ar", "reps", "ofan", "pofan:4"),
-                    workloads=("fsdp",),
-                    sizes=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
-                    ccs=("nscc", "swift"),
-                    ks=(8,),
-                    seeds=(1, 2, 3),
+                    workload=("fsdp",),
+                    size=tuple(n * 4096 for n in FSDP_LAYER_PKTS.values()),
+                    cc=("nscc", "swift"),
+                    k=(8,),
+                    seed=(1, 2, 3),
                 ),
             ),
             (
@@ -337,8 +337,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 17: DRB's largest queue over Ofan's against the number of hosts (F.3)",
             _one(
                 "an inter-pod 1 MB permutation",
-                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
-                _m(("drb", "ofan"), inter_pod=True, ks=(4, 8, 12, 16), seeds=tuple(range(1, 31))),
+                _m(("drb", "ofan"), inter_pod=True, k=(4, 8), seed=(1, 2, 3)),
+                _m(("drb", "ofan"), inter_pod=True, k=(4, 8, 12, 16), seed=tuple(range(1, 31))),
             ),
         ),
         PaperFigure(
@@ -346,8 +346,8 @@ def figures() -> dict[str, PaperFigure]:
             "Fig. 18: Ofan's average queue per switch layer against the paper's queue model (F.4)",
             _one(
                 "an inter-pod 1 MB permutation",
-                _m(("ofan",), inter_pod=True, ks=(4, 8), seeds=(1, 2, 3)),
-                _m(("ofan",), inter_pod=True, ks=(4, 8, 12, 16), seeds=TEN),
+                _m(("ofan",), inter_pod=True, k=(4, 8), seed=(1, 2, 3)),
+                _m(("ofan",), inter_pod=True, k=(4, 8, 12, 16), seed=TEN),
             ),
             ("without ACKs: Ofan alone, the CCT ends at the last data packet (ACKs would halve the rate)",),
         ),
@@ -382,7 +382,7 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
     """A rough wall time: each cell's sending time at its fabric's rate (ECMP and RR-like schemes take a few
     times longer), plus about half a second of set-up per run and a build per fabric."""
     total = 0.0
-    for k in m.ks:
+    for k in m.k:
         rate = m.rate_for(k)
         total += 2.0 + 0.3 * k
         tree = FatTree(k, "est", m.topology)
@@ -390,13 +390,13 @@ def estimate_s(m: Matrix, ecmp_factor: float = 3.0) -> float:
             if c.k != k:
                 continue
             slow = ecmp_factor if c.label in ("ecmp", "rr", "jsq") else 1.2
-            n = tree.n_hosts
+            n, gpus = tree.n_hosts, c.option(m, "gpus_per_server")
             per_host = {
                 "all-to-all": c.size * (n - 1),
                 "all-to-all-host": c.size,
-                "moe": c.size * (n // m.gpus_per_server - 1),
-                "moe-eplb": c.size * (n // m.gpus_per_server - 1),
-                "fsdp": c.size * (m.steps or fsdp_steps(n, m.gpus_per_server, m.layers)),
+                "moe": c.size * (n // gpus - 1),
+                "moe-eplb": c.size * (n // gpus - 1),
+                "fsdp": c.size * (c.option(m, "steps") or fsdp_steps(n, gpus, c.option(m, "layers"))),
             }.get(c.workload, c.size)
             frames = per_host * (c.payload + 58) / c.payload
             total += 0.5 + slow * frames * 8 / (rate * c.load)

@@ -5,21 +5,40 @@ from __future__ import annotations
 
 import re
 import resource
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-from traffic.packet import WIRE_EXTRA, Packetizer
+from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Transport
-from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
+from traffic.workloads import ORDERS, WORKLOADS, Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane.compile import Dims
 from ..dataplane.maps import REPS_DELAY_SLOTS
 from ..dataplane.switches import host_routable
 from ..models.sampled import SampledParams
-from ..models.schemes import Scheme, SchemeConfig, SchemeError, check_mix
+from ..models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig, SchemeError, check_mix, parse_pipe_size
 from ..topology import FatTree
-from ..topology.timebase import PAPER, Propagation, path_links
-from ..topology.units import QueueThreshold, parse_threshold
+from ..topology.timebase import PAPER, PAPER_LINK_DELAY_PKTS, Propagation, parse_propagation, path_links
+from ..topology.units import (
+    QueueThreshold,
+    format_rate,
+    format_size,
+    parse_duration,
+    parse_list,
+    parse_rate,
+    parse_seeds,
+    parse_size,
+    parse_threshold,
+)
+from .options import (
+    Sweep,
+    nonnegative_int,
+    option,
+    parse_float_pair,
+    parse_load,
+    parse_size_pair,
+    positive_int,
+)
 
 INJECT = re.compile(
     r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|ackring:\d+|deadline:\d+|nic-slow:\d+:\d+(\.\d+)?"
@@ -34,63 +53,255 @@ class RunError(ValueError):
     """Invalid run parameters."""
 
 
+# a sweep's workloads beyond traffic's: the workload and the options it sets
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "moe-eplb": ("moe", {"eplb": True}),  # MoE with EPLB (Fig. 13 b, d)
+    "all-to-all-host": ("all-to-all", {"size_per_host": True}),  # SIZE is each host's total (Fig. 5 c)
+}
+SWEEP_WORKLOADS = (*WORKLOADS, *VARIANTS)
+
+
+def _workloads(text: str) -> tuple[str, ...]:
+    return parse_list(text, lambda w: _one_of("workload", SWEEP_WORKLOADS, w), "workloads")
+
+
+def _duration(text: str) -> float:
+    return parse_duration(text, allow_zero=True)
+
+
+def _one_of(what: str, allowed: tuple[str, ...], text: str) -> str:
+    if text not in allowed:
+        raise ValueError(f"unknown {what} {text!r} (choose from {', '.join(allowed)})")
+    return text
+
+
+def _scheme_items(text: str) -> tuple[str, ...]:
+    """A sweep's schemes: 'ecmp,pofan:4,pofan:cpu', each a scheme and, for pofan, its pipe size."""
+    items = parse_list(text, str, "schemes")
+    for item in items:
+        SchemeConfig.parse(item)
+    if len(set(items)) != len(items):
+        raise ValueError(f"a scheme is listed twice in {text!r}")
+    return items
+
+
+def _mix(text: str) -> str:
+    check_mix(text)
+    return text
+
+
+def _scheme_config(text: str) -> str:
+    SchemeConfig.parse(text)
+    return text
+
+
+def _ecn(text: str) -> str:
+    parse_threshold(text, 1)
+    return text
+
+
+def _pace(text: str) -> str:
+    return _one_of("pacing", PACES, text)
+
+
+PACES = ("load", "rho_max")
+W, S, H, T, E, L, F = "workload", "scheme", "hosts", "transport", "ECN", "sampled schemes", "faults"
+
+
 @dataclass(frozen=True)
 class RunParams:
-    workload: str
-    size_bytes: int
-    load: float = 1.0
-    scheme: Scheme | None = Scheme.ECMP  # None: keep each switch's current scheme
-    seed: int = 1
-    fan_in: int = 2
-    payload: int = 4096
-    pipe_size: int = 4  # pOfan ports per pipe, or schemes.PIPES_PER_CPU
-    reset_pointers: bool = True
-    acks: bool = False
-    inter_pod: bool = False
-    gpus_per_server: int = 8
-    stride: int = 0
-    matrix: str | None = None
-    moe_skew: float = 0.0  # moe: the busiest GPU's fabric bytes over the mean (0: 1.48, or 1.13 with eplb)
-    eplb: bool = False  # moe: experts replicated over two slots per GPU (traffic.workloads)
-    order: str = "staggered"  # all-to-all, moe: traffic.workloads.destinations
-    size_per_host: bool = False  # all-to-all: size_bytes is each host's total, split over its n - 1 flows
-    layers: int = 1  # fsdp: layers of the backward pass (each a ring ReduceScatter and AllGather)
-    steps: int = 0  # fsdp: the pass's first STEPS ring steps only (0: all)
-    # A mixed deployment (Fig. 11): `scheme` on the LB switches `mix` chooses (schemes.check_mix; drawn from the
-    # seed), `mix_base` on the others; "none": `scheme` on every one
-    mix: str = "none"
-    mix_base: str = "ar"
-    events: str | None = None  # timeline of link faults (testbed.run.faults), applied during the run
-    pace_rho_max: bool = False  # pace hosts at min(load, rho_max) for the links that are up
+    """What one run is asked to do: every run option, declared once (testbed.run.options). The command line
+    of run, compare, sweep and paper, the API's keyword arguments, a sweep's matrix, the manifest and
+    docs/cli.md are made from these fields; docs/adding-an-option.md says how to add one."""
+
+    workload: str = option(
+        help="the collective",
+        choices=WORKLOADS,
+        group=W,
+        sweep_parse=_workloads,
+        sweep_default="permutation",
+        sweep_items=True,
+    )
+    size: int = option(
+        help="bytes per flow (KB, MB); every workload but cm needs it",
+        parse=parse_size,
+        show=format_size,
+        group=W,
+        sweep_default=1 << 20,
+    )
+    load: float = option(1.0, "host pacing as a fraction of the line rate", parse=parse_load, group=H)
+    scheme: Scheme | None = option(
+        Scheme.ECMP,
+        "LB scheme of every switch, or a host scheme (default: keep each switch's scheme on a fabric that is up, "
+        "ecmp on an ephemeral one); a sweep's and compare's items may carry a pipe size: pofan:4, pofan:cpu",
+        parse=Scheme.parse,
+        group=S,
+        cli_default=None,
+        sweep_parse=_scheme_items,
+        sweep_default="ecmp,rps,ar,ofan,pofan:4",
+        sweep_items=True,
+    )
+    seed: int = option(
+        1, "the seed of the workload, the pointers and every random draw", group=W, sweep_parse=parse_seeds
+    )
+    fan_in: int = option(2, "incast: senders", parse=positive_int, group=W)
+    payload: int = option(DEFAULT_PAYLOAD, "payload bytes per packet", parse=parse_size, group=W)
+    pipe_size: int = option(
+        4,
+        "pofan: ports per pipe (1 = 1Ofan, 4 = 4Ofan; must divide k) or 'cpu' for per-CPU pointers",
+        parse=parse_pipe_size,
+        show=lambda v: "cpu" if v == PIPES_PER_CPU else str(v),
+        group=S,
+        sweep=Sweep.NONE,
+    )
+    reset_pointers: bool = option(True, "fresh random pointer state from --seed before the run", group=S)
+    acks: bool = option(
+        False,
+        "receivers answer every data packet with a 62-byte ACK (turned on by a scheme that needs them and by --cc)",
+        group=T,
+    )
+    inter_pod: bool = option(False, "permutation: every flow crosses pods", group=W)
+    gpus_per_server: int = option(
+        8, "ring, fsdp: host i sends to i+G; moe: GPUs per server", parse=positive_int, group=W
+    )
+    stride: int = option(0, "stride: host i sends to i+S (0: hosts per pod)", parse=nonnegative_int, group=W)
+    matrix: str | None = option(None, "moe: n x n traffic matrix in bytes (.csv or .npy)", group=W, sweep=Sweep.FIXED)
+    skew: float = option(
+        0.0,
+        "moe: the busiest GPU receives F x the mean over the fabric (0: 1.48, 1.13 with --eplb: the paper's)",
+        group=W,
+    )
+    eplb: bool = option(False, "moe: two expert slots per GPU, popular experts replicated", group=W)
+    order: str = option(
+        "staggered",
+        "all-to-all, moe: host s serves s+1, s+2, ... (staggered) or 0, 1, ... (sorted)",
+        choices=ORDERS,
+        group=W,
+    )
+    size_per_host: bool = option(False, "all-to-all: --size is each host's total, split over its n - 1 flows", group=W)
+    layers: int = option(
+        1, "fsdp: layers of the backward pass, each a ring ReduceScatter and AllGather", parse=positive_int, group=W
+    )
+    steps: int = option(
+        0, "fsdp: only the pass's first N ring steps (0: all; 1 needs no --cc)", parse=nonnegative_int, group=W
+    )
+    mix: str = option(
+        "none",
+        "Fig. 11: --scheme on the LB switches this picks (random:F, pods:F drawn from --seed, agg, edge), "
+        "--mix-base on the others; none: --scheme on every one",
+        parse=_mix,
+        group=S,
+    )
+    mix_base: str = option(
+        "ar", "with --mix: the other switches' scheme", parse=_scheme_config, group=S, sweep=Sweep.FIXED
+    )
+    events: str | None = option(
+        None, "timeline of link faults (JSON) applied during the run", group=F, sweep=Sweep.FIXED
+    )
+    pace: str = option(
+        "load",
+        "load: hosts paced at --load; rho_max: at min(load, rho_max) of the links that are up (a sweep's cells "
+        "with failures always are)",
+        choices=PACES,
+        parse=_pace,
+        group=H,
+    )
     # A fault injected on purpose, for the tests of the fidelity verdict only: "late:G:US" (the G-th sending
     # host starts US us late), "stall:G:N:US" (it sleeps US us after N packets), "wake:US" (every sender thread
     # wakes US us after the release), "nic-burst" (host NICs get an 8-frame bucket and no peak rate),
     # "nic-slow:H:PCT" (host H's NIC paced PCT percent below the others); with --cc, "ackstall:N:US" (the
     # transport's ACK thread sleeps US us after its N-th ACK) and "ackring:N" (it holds N ACK events at most);
     # "deadline:MS" (the senders give up MS ms after they start: flows left unsent or incomplete).
-    inject: str | None = None
-    # ECN: switches mark CE when the queue a packet joins holds more than this (units.parse_threshold: bytes,
-    # packets, percent of buffer_ref, or "off"); the paper's section 6: 80 KB, 10 % of an 800 KB port buffer
-    ecn_threshold: str = "10%"
-    buffer_ref: int = BUFFER_REF_BYTES
-    flows_file: str | None = None  # cm: a flow list in htsim's connection-matrix format
-    cm_rate_bps: int = 100_000_000_000  # cm: the line rate its start times were written for
-    # Congestion control (traffic/transport.py): "none" is the paced blast. A CCA turns ACKs on.
-    cc: str = "none"
-    base_rtt_pkts: float | None = None  # emulated base RTT in packet times at line rate (default 150 with a CCA)
-    base_rtt_s: float | None = None  # or in seconds (one of the two)
-    buffer_bytes: int | None = None  # per switch port; default 800 KB with a CCA, unlimited without
-    # The sampled schemes' intervals, in packet times at line rate (testbed.models.sampled)
-    sample_pkts: float = SampledParams.sample_pkts  # DLB, SGLB: sampling
-    flood_pkts: float = SampledParams.flood_pkts  # SGLB: flood
-    dre_pkts: float = SampledParams.dre_pkts  # CONGA: T_dre
-    load_band: tuple[float, float] = SampledParams.load_band  # DLB: load thresholds, fractions of the line rate
-    queue_band: tuple[int, int] = SampledParams.queue_band  # DLB: queue thresholds, bytes
-    drill_d: int = SampledParams.drill_d  # the drill scheme's DRILL(d, m)
-    drill_m: int = SampledParams.drill_m
-    # Propagation per link (testbed.topology.timebase): added to each flow's completion and its bound, and to
-    # every feedback loop in the data plane (a signal is usable one propagation round trip after it arrives)
-    propagation: Propagation = PAPER
+    inject: str | None = option(
+        None, "a fault injected on purpose (the verdict's tests)", group=F, cli=False, sweep=Sweep.NONE
+    )
+    ecn_threshold: str = option(
+        "10%",
+        "switches mark CE when the queue a packet joins holds more than this: bytes (80KB), packets (20pkts), "
+        "percent of --buffer-ref or off (the paper's section 6: 10 % of an 800 KB port buffer)",
+        parse=_ecn,
+        group=E,
+    )
+    buffer_ref: int = option(
+        BUFFER_REF_BYTES,
+        "the port buffer a threshold in percent refers to (the paper's)",
+        parse=parse_size,
+        show=format_size,
+        group=E,
+    )
+    flows: str | None = option(None, "cm: a flow list in htsim's connection-matrix format", group=W, sweep=Sweep.FIXED)
+    cm_rate: int = option(
+        100_000_000_000,
+        "cm: the line rate the flow list's start times were written for",
+        parse=parse_rate,
+        show=format_rate,
+        group=W,
+    )
+    cc: str = option(
+        "none",
+        "congestion control at the hosts: window-limited, ACK-clocked flows (turns --acks on); none: the paced blast",
+        choices=CCAS,
+        group=T,
+    )
+    base_rtt_pkts: float | None = option(
+        None, "with --cc: the base RTT in packet times at line rate (default 150, the paper's)", group=T
+    )
+    base_rtt: float | None = option(
+        None,
+        "with --cc: emulated base RTT in seconds or a duration (100ms), a fixed delay on the feedback",
+        parse=_duration,
+        group=T,
+    )
+    buffer: int | None = option(
+        None,
+        "bytes per switch port; a full buffer drops (default 800KB with --cc, unlimited without)",
+        parse=parse_size,
+        show=format_size,
+        group=T,
+    )
+    sample_interval: float = option(
+        SampledParams.sample_interval,
+        "dlb, sglb: sampling interval of the port loads and queues, in packet times at line rate",
+        group=L,
+    )
+    flood_interval: float = option(
+        SampledParams.flood_interval,
+        "sglb: how often switches flood their link qualities to their neighbours, in packet times",
+        group=L,
+    )
+    dre_interval: float = option(
+        SampledParams.dre_interval,
+        "conga: T_dre, the DRE's decay period (alpha 0.2, so tau = 5 T_dre), in packet times",
+        group=L,
+    )
+    load_bands: tuple[float, float] = option(
+        SampledParams.load_bands,
+        "dlb, sglb: a port's load EWMA is in band 0 at or below LO and 7 at or above HI, fractions of the line rate",
+        parse=parse_float_pair,
+        metavar="LO,HI",
+        group=L,
+    )
+    queue_bands: tuple[int, int] = option(
+        SampledParams.queue_bands,
+        "dlb, sglb: likewise for its queue EWMA, bytes",
+        parse=parse_size_pair,
+        show=lambda v: ",".join(format_size(x) for x in v),
+        metavar="LO,HI",
+        group=L,
+    )
+    drill_d: int = option(SampledParams.drill_d, "drill: DRILL(d, m)'s random samples per packet, 1-4", group=L)
+    drill_m: int = option(
+        SampledParams.drill_m, "drill: DRILL(d, m)'s remembered uplinks, 0-2 (0 with d=2 is choice)", group=L
+    )
+    propagation: Propagation = option(
+        PAPER,
+        f"propagation delay per link: paper (0.5 us at 800 Gbit/s, {PAPER_LINK_DELAY_PKTS:.2f} packet times at the "
+        "emulated rate), packet times (12pkts), a duration at the emulated rate (2ms), or 0 (none). Added to each "
+        "flow's completion and bound, and to every feedback loop (docs/methods/timebase.md)",
+        parse=parse_propagation,
+        metavar="D",
+        group="time base",
+    )
 
     def __post_init__(self) -> None:
         if not 0 < self.load <= 1:
@@ -110,22 +321,20 @@ class RunParams:
         self.ecn()  # validates the threshold
         if self.cc not in CCAS:
             raise RunError(f"--cc: unknown congestion control {self.cc!r} (one of {', '.join(CCAS)})")
-        if self.base_rtt_pkts is not None and self.base_rtt_s is not None:
+        if self.base_rtt_pkts is not None and self.base_rtt is not None:
             raise RunError("give the base RTT once: --base-rtt or --base-rtt-pkts")
-        if (self.base_rtt_pkts or 0) < 0 or (self.base_rtt_s or 0) < 0:
+        if (self.base_rtt_pkts or 0) < 0 or (self.base_rtt or 0) < 0:
             raise RunError("the base RTT must be >= 0")
-        if (self.base_rtt_pkts is not None or self.base_rtt_s is not None) and self.cc == "none":
+        if (self.base_rtt_pkts is not None or self.base_rtt is not None) and self.cc == "none":
             raise RunError("a base RTT delays the feedback of a congestion controller: give --cc too")
-        if self.buffer_bytes is not None and self.buffer_bytes < 2 * 1500:
-            raise RunError(f"--buffer must hold at least two frames, got {self.buffer_bytes} bytes")
+        if self.buffer is not None and self.buffer < 2 * 1500:
+            raise RunError(f"--buffer must hold at least two frames, got {self.buffer} bytes")
         if self.cc != "none" and not self.acks:
             object.__setattr__(self, "acks", True)  # a congestion controller is clocked by its ACKs
         if self.inject is not None and self.inject.startswith(("ackstall:", "ackring:")) and self.cc == "none":
             raise RunError(f"{self.inject.split(':')[0]} faults the transport's ACK thread: give --cc too")
-        if self.scheme is Scheme.REPS and not self.acks:
-            raise RunError("reps recycles the entropies its ACKs bring back: run it with --acks")
-        if self.scheme is Scheme.CONGA and not self.acks:
-            raise RunError("conga feeds path congestion back on the reverse traffic: run it with --acks")
+        if self.scheme is not None and self.scheme.needs_acks and not self.acks:
+            object.__setattr__(self, "acks", True)  # the scheme needs them (testbed.models.schemes)
         self.sampled()  # validates the intervals
         self.workload_spec()  # validates the workload's own parameters
         if self.mix != "none":
@@ -140,18 +349,9 @@ class RunParams:
                 )
 
     def sampled(self) -> SampledParams:
+        """The sampled schemes' settings (the fields of the same names)."""
         try:
-            load_lo, load_hi = self.load_band  # as tuple() did, any two-item sequence becomes a pair
-            queue_lo, queue_hi = self.queue_band
-            return SampledParams(
-                self.sample_pkts,
-                self.flood_pkts,
-                self.dre_pkts,
-                (load_lo, load_hi),
-                (queue_lo, queue_hi),
-                self.drill_d,
-                self.drill_m,
-            )
+            return SampledParams(**{f.name: getattr(self, f.name) for f in fields(SampledParams)})
         except SchemeError as e:
             raise RunError(str(e)) from None
 
@@ -179,8 +379,8 @@ class RunParams:
 
     def port_buffer(self) -> int:
         """Bytes per switch port for this run (0: unlimited)."""
-        if self.buffer_bytes is not None:
-            return self.buffer_bytes
+        if self.buffer is not None:
+            return self.buffer
         return CC_BUFFER_BYTES if self.cc != "none" else 0
 
     def flow_base_rtts_ns(
@@ -192,10 +392,10 @@ class RunParams:
         if self.cc == "none":
             return {f.fid: 0 for f in flows}
         pkt_ns = Transport(self.cc, 0, rate_bps, self.payload, self.port_buffer(), wire_overhead).pkt_ns
-        if self.base_rtt_s is not None or self.base_rtt_pkts is not None or self.propagation.off:
+        if self.base_rtt is not None or self.base_rtt_pkts is not None or self.propagation.off:
             base = (
-                self.base_rtt_s * 1e9
-                if self.base_rtt_s is not None
+                self.base_rtt * 1e9
+                if self.base_rtt is not None
                 else (DEFAULT_BASE_RTT_PKTS if self.base_rtt_pkts is None else self.base_rtt_pkts) * pkt_ns
             )
             return {f.fid: round(base) for f in flows}
@@ -216,29 +416,13 @@ class RunParams:
             raise RunError(f"--ecn-threshold: {e}") from None
 
     def workload_spec(self) -> WorkloadSpec:
-        return WorkloadSpec(
-            self.workload,
-            self.size_bytes,
-            self.seed,
-            self.fan_in,
-            self.inter_pod,
-            self.gpus_per_server,
-            self.stride,
-            self.matrix,
-            self.moe_skew,
-            self.eplb,
-            self.order,
-            self.flows_file,
-            self.cm_rate_bps,
-            self.size_per_host,
-            self.layers,
-            self.steps,
-        )
+        """The workload's description (traffic.workloads.WorkloadSpec: the fields of the same names)."""
+        return WorkloadSpec(**{f.name: getattr(self, f.name) for f in fields(WorkloadSpec)})
 
     def check_fabric(self, tree: FatTree) -> None:
         """What this run needs of the fabric, checked before anything is built: its flows fit (flows()), and a
         host-routed scheme can label every path (64 path bits per pair of edge switches)."""
-        self.flows(tree)
+        self.flow_list(tree)
         if self.scheme is not None and self.scheme.switch_scheme is Scheme.HOST_ROUTED and not host_routable(tree):
             raise RunError(
                 f"{self.scheme.label} labels every path of a pair of edge switches in 64 bits: this "
@@ -246,7 +430,7 @@ class RunParams:
                 f"k=64)"
             )
 
-    def flows(self, tree: FatTree) -> list[Flow]:
+    def flow_list(self, tree: FatTree) -> list[Flow]:
         """The workload's flows on `tree`; a RunError if the fabric cannot carry them (see check_flows)."""
         try:
             flows = make_spec(self.workload_spec(), tree.n_hosts, tree.hosts_per_pod)

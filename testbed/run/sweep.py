@@ -23,14 +23,16 @@ keeps, the Ray runner (testbed.run.cluster) on a fabric each task builds.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -38,7 +40,6 @@ from typing import Any
 import pandas as pd
 
 from traffic.packet import WIRE_EXTRA
-from traffic.workloads import WORKLOADS
 
 from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
@@ -46,159 +47,143 @@ from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
 from ..measure.results import write_json
 from ..models import control
-from ..models.sampled import SampledParams
-from ..models.schemes import SchemeConfig, SchemeError, check_mix
+from ..models.schemes import SchemeConfig, SchemeError, check_mix, needing_acks
 from ..topology import FatTree
-from ..topology.timebase import parse_propagation
-from .compare import parse_schemes
+from . import params as _params
 from .experiment import run_valid
-from .params import RunError, RunParams
+from .options import Spec, Sweep, by_name
+from .params import RunError
 
 ROWS, CELLS, SPEC, TABLE = "rows", "cells", "sweep.json", "results.parquet"
-# a sweep's workloads beyond traffic's: the workload and what it sets of RunParams
-VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
-    "moe-eplb": ("moe", {"eplb": True}),  # MoE with EPLB (Fig. 13 b, d)
-    "all-to-all-host": ("all-to-all", {"size_per_host": True}),  # SIZE is each host's total (Fig. 5 c)
-}
-SWEEP_WORKLOADS = (*WORKLOADS, *VARIANTS)
 HEADERS = 58  # RoCEv2 headers on a veth (traffic.packet): a payload P needs an MTU of P + 44
 FAILURE_DRAWS = 100  # redraws of a random failure set that cuts a host off
+# the dimensions every cell carries and its name shows; another shows when the matrix gives it several values
+NAMED = ("workload", "size", "load", "payload", "cc", "scheme", "mix", "seed")
+OUTER = ("payload", "workload", "size", "load")  # the loops outside the failure probability, in this order
+INNER = ("scheme", "mix", "seed")  # and the innermost ones
+
+
+def specs() -> dict[str, Spec]:
+    """The run options (testbed.run.options), read from RunParams each time (a test may add one)."""
+    return by_name(_params.RunParams)
 
 
 @dataclass(frozen=True)
 class Matrix:
-    """What a sweep runs. Every combination is one cell per seed."""
+    """What a sweep runs: each run option's values and the fabrics. A DIMENSION option (testbed.run.options)
+    is a tuple of values, one cell per value, in every combination with the others and with each k and failure
+    probability; a FIXED option is one value for every cell. `options` holds every option (`matrix()` fills
+    in the defaults); the scheme's values are sweep items, 'ecmp' or 'pofan:4'."""
 
-    schemes: tuple[str, ...]  # compare.parse_schemes items: "ecmp", "pofan:4", "reps", ...
-    workloads: tuple[str, ...] = ("permutation",)
-    sizes: tuple[int, ...] = (1 << 20,)
-    loads: tuple[float, ...] = (1.0,)
-    failures: tuple[float, ...] = (0.0,)  # probability of each switch link failing
-    ks: tuple[int, ...] = (4,)
-    payloads: tuple[int, ...] = (4096,)
-    seeds: tuple[int, ...] = (1, 2, 3)
+    options: Mapping[str, tuple[Any, ...]]
+    k: tuple[int, ...] = (4,)
+    failures: tuple[float, ...] = (0.0,)  # probability of each switch link failing (hosts paced at rho_max)
     topology: str = "fattree"
     rate_bps: int = 0  # 0: each fabric's auto rate (for its smallest payload)
-    acks: bool = False
-    ecn_threshold: str = "10%"
-    inter_pod: bool = False
-    retries: int = 2
-    flows_file: str | None = None  # the cm workload's flow list (htsim connection matrix)
-    cm_rate_bps: int = 100_000_000_000
-    ccs: tuple[str, ...] = ("none",)  # congestion control per cell (traffic/transport.py); a CCA turns ACKs on
-    base_rtt_pkts: float | None = None  # with a CCA: the emulated base RTT (default 150 packet times)
-    buffer_bytes: int | None = None  # per switch port (default 800 KB with a CCA, unlimited without)
-    # The sampled schemes' settings, the same in every cell (testbed.models.sampled.SampledParams)
-    sample_pkts: float = SampledParams.sample_pkts
-    flood_pkts: float = SampledParams.flood_pkts
-    dre_pkts: float = SampledParams.dre_pkts
-    load_band: tuple[float, float] = SampledParams.load_band
-    queue_band: tuple[int, int] = SampledParams.queue_band
-    drill_d: int = SampledParams.drill_d
-    drill_m: int = SampledParams.drill_m
-    propagation: str = "paper"  # per link (testbed.topology.timebase.parse_propagation), in every cell
+    rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
     wire_overhead: int = WIRE_EXTRA  # bytes every link charges per frame beyond skb->len (FabricSpec.wire_overhead)
     ack_priority: bool | None = None  # queues serve ACKs first (FabricSpec.ack_priority); None: with ACKs
-    rate_factor: float = 1.0  # with the auto rate: this fraction of it (a busier machine than the budget's)
-    gpus_per_server: int = 8  # ring, fsdp, moe: GPUs per server (traffic.workloads)
-    layers: int = 1  # fsdp: layers of the backward pass
-    steps: int = 0  # fsdp: the pass's first STEPS ring steps (0: all)
-    mixes: tuple[str, ...] = ("none",)  # Fig. 11: each scheme on these switches (schemes.check_mix), mix_base elsewhere
-    mix_base: str = "ar"
+    retries: int = 2
     figure: str = ""  # the paper's figure this sweep reproduces (testbed.run.paper): how the report draws it
 
     def __post_init__(self) -> None:
-        if not self.schemes or not all(self.seeds) or not self.sizes or not self.ks:
+        object.__setattr__(self, "options", _complete(self.options))
+        if not self.values("scheme") or not self.values("seed") or not self.values("size") or not self.k:
             raise RunError("a sweep needs at least one scheme, seed, size and k")
-        try:
-            parse_propagation(self.propagation)
-        except ValueError as e:
-            raise RunError(f"--propagation: {e}") from None
         if not 0 < self.rate_factor <= 1:
             raise RunError(f"--rate-factor must be in (0, 1], got {self.rate_factor}")
-        configs = parse_schemes(",".join(self.schemes))
-        for k in self.ks:
+        configs = self.configs()
+        for k in self.k:
             tree = FatTree(k, "tbs", self.topology)
             for config in configs:
                 config.validate(tree.switch_ports)
-        try:
-            for mix in self.mixes:
-                check_mix(mix)
-            SchemeConfig.parse(self.mix_base)
-        except SchemeError as e:
-            raise RunError(str(e)) from None
         if any(not 0 <= p < 1 for p in self.failures):
             raise RunError(f"failure probabilities must be in [0, 1), got {list(self.failures)}")
         if self.retries < 0:
             raise RunError(f"retries must be >= 0, got {self.retries}")
         checked = set()
         for cell in self.cells():  # every cell's parameters and workload are valid before anything is built
-            kind = (cell.workload, cell.size, cell.k, cell.scheme, cell.payload, cell.pipe_size)
+            kind = (cell.k, cell.scheme, tuple(v for v in cell.values if v[0] not in ("seed", "load", "mix")))
             if kind not in checked:  # the seed changes the flows, not whether the fabric can carry them
                 checked.add(kind)
                 tree = FatTree(cell.k, "tbs", self.topology)
-                cell.params(self).check_fabric(tree)
-                cell.params(self).check_propagation(tree, self.rate_for(cell.k), self.wire_overhead)
+                p = cell.params(self)
+                p.check_fabric(tree)
+                p.check_propagation(tree, self.rate_for(cell.k), self.wire_overhead)
+
+    def values(self, name: str) -> tuple[Any, ...]:
+        """The option's values in this sweep."""
+        return tuple(self.options[name])
+
+    def value(self, name: str) -> Any:
+        """A FIXED option's one value."""
+        return self.options[name][0]
 
     def configs(self) -> list[SchemeConfig]:
-        return parse_schemes(",".join(self.schemes))
+        return [SchemeConfig.parse(x) for x in self.values("scheme")]
 
     @property
     def base_label(self) -> str:
-        return SchemeConfig.parse(self.mix_base).label
+        return SchemeConfig.parse(self.value("mix_base")).label
+
+    def dimensions(self) -> list[str]:
+        """The options a cell carries, in the order the cells are made (outermost first): the dimensions a cell
+        name always shows, and every other DIMENSION option this matrix gives more than one value."""
+        sp = specs()
+        varying = [
+            n for n, s in sp.items() if s.sweep is Sweep.DIMENSION and n not in NAMED and len(self.options[n]) > 1
+        ]
+        return [*OUTER, "cc", *varying, *INNER]
 
     def cells(self) -> list[Cell]:
+        dims = self.dimensions()
         out = []
-        for k in self.ks:
-            for payload in self.payloads:
-                for workload in self.workloads:
-                    for size in self.sizes:
-                        for load in self.loads:
-                            for failure in self.failures:
-                                for cc in self.ccs:
-                                    for config in self.configs():
-                                        for mix in self.mixes:
-                                            if mix != "none" and config.label == self.base_label:
-                                                continue  # the base scheme among itself: the "none" cell
-                                            for seed in self.seeds:
-                                                out.append(
-                                                    Cell(
-                                                        config.label,
-                                                        config.scheme.label,
-                                                        config.pipe_size,
-                                                        workload,
-                                                        size,
-                                                        load,
-                                                        failure,
-                                                        k,
-                                                        payload,
-                                                        seed,
-                                                        cc,
-                                                        mix,
-                                                    )
-                                                )
+        for k in self.k:
+            outer = itertools.product(*(self.values(d) for d in OUTER))
+            for head in outer:
+                for failure in self.failures:
+                    rest = itertools.product(*(self.values(d) for d in dims[len(OUTER) :]))
+                    for tail in rest:
+                        v = dict(zip(dims, (*head, *tail), strict=True))
+                        if v["mix"] != "none" and SchemeConfig.parse(v["scheme"]).label == self.base_label:
+                            continue  # the base scheme among itself: the "none" cell
+                        scheme = v.pop("scheme")
+                        out.append(Cell(k, failure, scheme, tuple(v.items())))
         return out
 
     @property
     def with_acks(self) -> bool:
-        return self.acks or any(cc != "none" for cc in self.ccs)
+        return bool(self.value("acks")) or any(cc != "none" for cc in self.values("cc"))
 
     def to_json(self) -> dict[str, Any]:
-        """Every field; the transport's and the sampled schemes' only when set, so that a sweep without them
-        keeps its fingerprint."""
-        d = asdict(self)
-        for name, default in OPTIONAL_DEFAULTS.items():
-            if d[name] == default:
-                del d[name]
-        return d
+        """The matrix as sweep.json holds it: the options not at their default (so that an option added later
+        leaves the fingerprint of an older sweep as it was), and the fabrics."""
+        sp = specs()
+        opts = {}
+        for name, vals in self.options.items():
+            s = sp[name]
+            if s.required or tuple(vals) != (s.default,):
+                opts[name] = [s.to_json(v) for v in vals]
+        d = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "options"}
+        return {"options": opts, **{k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Matrix:
-        fields: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
-        return cls(**fields)
+        sp = specs()
+        opts = {n: tuple(sp[n].sweep_coerce(v) for v in vals) for n, vals in d["options"].items()}
+        rest: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items() if k != "options"}
+        return cls(opts, **rest)
 
     def fingerprint(self) -> str:
         return hashlib.sha256(json.dumps(self.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+    def replace(self, **changes: Any) -> Matrix:
+        """A copy with these fields or run options changed (options as `matrix()` takes them)."""
+        sp = specs()
+        opts = dict(self.options)
+        for name in [n for n in changes if n in sp]:
+            opts[name] = _values(sp[name], changes.pop(name))
+        return dataclasses.replace(self, options=opts, **changes)
 
     @staticmethod
     def mtu_for(payload: int) -> int:
@@ -213,94 +198,188 @@ class Matrix:
             return self.rate_bps
         auto = auto_rate_bps(
             FatTree(k, "tbs", self.topology),
-            min(self.payloads),
+            min(self.values("payload")),
             self.with_acks,
             any(c.scheme.is_host for c in self.configs()),
         )
         return auto if self.rate_factor == 1 else round_down(Fraction(auto) * Fraction(self.rate_factor))
 
 
-OPTIONAL_DEFAULTS: dict[str, Any] = {
-    "ccs": ("none",),
-    "base_rtt_pkts": None,
-    "buffer_bytes": None,
-    "rate_factor": 1.0,
-    "gpus_per_server": 8,
-    "layers": 1,
-    "steps": 0,
-    "mixes": ("none",),
-    "mix_base": "ar",
-    "figure": "",
-    "ack_priority": None,
-    **{
-        f: getattr(SampledParams, f)
-        for f in ("sample_pkts", "flood_pkts", "dre_pkts", "load_band", "queue_band", "drill_d", "drill_m")
-    },
-}
+def _values(spec: Spec, given: Any) -> tuple[Any, ...]:
+    """An option's values in a matrix as given: a DIMENSION option's list (or one value), a FIXED one's value."""
+    if spec.sweep is Sweep.NONE and given != spec.default:
+        raise RunError(f"{spec.flag} is not a sweep option ({spec.decl.help})")
+    if spec.sweep is Sweep.DIMENSION and isinstance(given, (tuple, list)):
+        vals = tuple(given)
+    elif spec.sweep is Sweep.DIMENSION and isinstance(given, str) and spec.decl.sweep_parse is not None:
+        vals = spec.decl.sweep_parse(given)  # "1-3" seeds, "ecmp,ofan" schemes
+    else:
+        vals = (given,)
+    try:
+        return tuple(spec.sweep_coerce(v) for v in vals)
+    except ValueError as e:
+        raise RunError(f"{spec.flag}: {e}") from None
+
+
+def _complete(given: Mapping[str, Any]) -> dict[str, tuple[Any, ...]]:
+    """Every option's values: those given (checked), the others at the sweep's default; ACKs on when a scheme
+    needs them (the registry, testbed.models.schemes)."""
+    sp = specs()
+    unknown = [n for n in given if n not in sp]
+    if unknown:
+        raise RunError(f"unknown run option {unknown[0]!r} in a sweep (the options are {', '.join(sp)})")
+    out: dict[str, tuple[Any, ...]] = {}
+    for name, s in sp.items():
+        if s.sweep is Sweep.NONE:
+            if name in given and tuple(given[name]) != (s.default,):
+                raise RunError(f"{s.flag} is not a sweep option ({s.decl.help})")
+            out[name] = (s.default,)
+            continue
+        vals = tuple(given[name]) if name in given else _values(s, s.sweep_default)
+        if s.sweep is Sweep.FIXED and len(vals) != 1:
+            raise RunError(f"{s.flag} takes one value in a sweep, got {len(vals)}")
+        out[name] = vals
+    try:
+        for item in out["scheme"]:
+            SchemeConfig.parse(item)
+        for mix in out["mix"]:
+            check_mix(mix)
+        SchemeConfig.parse(out["mix_base"][0])
+    except SchemeError as e:
+        raise RunError(str(e)) from None
+    if needing_acks(out["scheme"]):
+        out["acks"] = (True,)
+    return out
+
+
+def matrix(scheme: Any, **kw: Any) -> Matrix:
+    """A Matrix from keyword arguments: the run options by their names (a DIMENSION option's values as a tuple
+    or one value, a FIXED option's value), the other fields of Matrix by theirs."""
+    sp = specs()
+    opts = {"scheme": _values(sp["scheme"], scheme)}
+    for name in [n for n in kw if n in sp]:
+        opts[name] = _values(sp[name], kw.pop(name))
+    return Matrix(opts, **kw)
 
 
 @dataclass(frozen=True)
 class Cell:
-    """One run of a sweep."""
+    """One run of a sweep: its fabric (k, failure probability), its scheme item and the values of the other
+    dimensions (in Matrix.dimensions order)."""
 
-    label: str  # the scheme configuration's label: ecmp, 4ofan, reps, ...
-    scheme: str
-    pipe_size: int
-    workload: str
-    size: int
-    load: float
-    failure: float
     k: int
-    payload: int
-    seed: int
-    cc: str = "none"
-    mix: str = "none"
+    failure: float
+    item: str  # the sweep's scheme item: "ecmp", "pofan:4"
+    values: tuple[tuple[str, Any], ...]
+
+    def get(self, name: str) -> Any:
+        """A value the cell carries (a dimension of its name, or one the matrix gives several values)."""
+        return dict(self.values)[name]
+
+    def option(self, m: Matrix, name: str) -> Any:
+        """Any run option's value in this cell: its own, or the matrix's one value."""
+        return dict(self.values)[name] if any(n == name for n, _ in self.values) else m.value(name)
+
+    @property
+    def config(self) -> SchemeConfig:
+        return SchemeConfig.parse(self.item)
+
+    @property
+    def label(self) -> str:  # the scheme configuration's label: ecmp, 4ofan, reps, ...
+        return self.config.label
+
+    @property
+    def scheme(self) -> str:
+        return self.config.scheme.label
+
+    @property
+    def pipe_size(self) -> int:
+        return self.config.pipe_size
+
+    @property
+    def workload(self) -> str:
+        return str(self.get("workload"))
+
+    @property
+    def size(self) -> int:
+        return int(self.get("size"))
+
+    @property
+    def load(self) -> float:
+        return float(self.get("load"))
+
+    @property
+    def payload(self) -> int:
+        return int(self.get("payload"))
+
+    @property
+    def seed(self) -> int:
+        return int(self.get("seed"))
+
+    @property
+    def cc(self) -> str:
+        return str(self.get("cc"))
+
+    @property
+    def mix(self) -> str:
+        return str(self.get("mix"))
 
     @property
     def name(self) -> str:
         cc = f"-{self.cc}" if self.cc != "none" else ""
         mix = f"-m{self.mix.replace(':', '')}" if self.mix != "none" else ""
+        sp = specs()
+        extra = "".join(f"-{n}{_safe(sp[n].show(v))}" for n, v in self.values if n not in NAMED)
         return (
             f"k{self.k}-{self.workload}-{self.size}B-l{self.load:g}-f{self.failure:g}-p{self.payload}{cc}-"
-            f"{self.label}{mix}-s{self.seed}"
+            f"{self.label}{mix}{extra}-s{self.seed}"
         )
 
-    def params(self, m: Matrix) -> RunParams:
-        from ..models.schemes import Scheme
+    def columns(self) -> dict[str, Any]:
+        """The cell's columns of its results.parquet row."""
+        sp = specs()
+        out: dict[str, Any] = {
+            "cell_label": self.label,
+            "cell_scheme": self.scheme,
+            "cell_pipe_size": self.pipe_size,
+            "cell_k": self.k,
+            "cell_failure": self.failure,
+        }
+        for n, v in self.values:
+            out[f"cell_{n}"] = sp[n].to_json(v)
+        return out
 
-        workload, extra = VARIANTS.get(self.workload, (self.workload, {}))
-        return RunParams(
-            workload,
-            self.size,
-            self.load,
-            Scheme.parse(self.scheme),
-            self.seed,
-            gpus_per_server=m.gpus_per_server,
-            layers=m.layers,
-            steps=m.steps,
-            mix=self.mix,
-            mix_base=m.mix_base,
-            **extra,
-            payload=self.payload,
-            pipe_size=self.pipe_size,
-            acks=m.acks,
-            inter_pod=m.inter_pod,
-            ecn_threshold=m.ecn_threshold,
-            pace_rho_max=self.failure > 0,
-            flows_file=m.flows_file,
-            cm_rate_bps=m.cm_rate_bps,
-            cc=self.cc,
-            base_rtt_pkts=m.base_rtt_pkts if self.cc != "none" else None,
-            buffer_bytes=m.buffer_bytes,
-            sample_pkts=m.sample_pkts,
-            flood_pkts=m.flood_pkts,
-            dre_pkts=m.dre_pkts,
-            load_band=m.load_band,
-            queue_band=m.queue_band,
-            drill_d=m.drill_d,
-            drill_m=m.drill_m,
-            propagation=parse_propagation(m.propagation),
-        )
+    def to_json(self) -> dict[str, Any]:
+        sp = specs()
+        return {
+            "k": self.k,
+            "failure": self.failure,
+            "item": self.item,
+            "values": [[n, sp[n].to_json(v)] for n, v in self.values],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Cell:
+        sp = specs()
+        values = tuple((n, sp[n].sweep_coerce(v)) for n, v in d["values"])
+        return cls(int(d["k"]), float(d["failure"]), str(d["item"]), values)
+
+    def params(self, m: Matrix) -> _params.RunParams:
+        """The cell's run: the matrix's options of one value, the cell's values, its scheme item."""
+        v: dict[str, Any] = {n: vals[0] for n, vals in m.options.items() if len(vals) == 1}
+        v.update(self.values)
+        v["workload"], extra = _params.VARIANTS.get(self.workload, (self.workload, {}))
+        v.update(extra)
+        v.update(scheme=self.config.scheme, pipe_size=self.pipe_size)
+        if self.failure > 0:
+            v["pace"] = "rho_max"
+        if self.cc == "none":  # a base RTT delays a congestion controller's feedback: none without one
+            v.update(base_rtt_pkts=None, base_rtt=None)
+        return _params.RunParams(**v)
+
+
+def _safe(text: str) -> str:
+    return "".join(c for c in text if c.isalnum() or c in ".%_")
 
 
 # -- the rows ----------------------------------------------------------------
@@ -350,7 +429,7 @@ def fidelity_columns(f: dict[str, Any]) -> dict[str, Any]:
 
 def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_links: list[str]) -> dict[str, Any]:
     """One results.parquet row: the cell, and every number of `run --json` that is one number."""
-    row: dict[str, Any] = {"cell": cell.name, "topology": topology, **{f"cell_{k}": v for k, v in asdict(cell).items()}}
+    row: dict[str, Any] = {"cell": cell.name, "topology": topology, **cell.columns()}
     for key in (
         "scheme",
         "workload",

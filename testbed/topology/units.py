@@ -47,6 +47,14 @@ def format_rate(bps: int) -> str:
     return f"{bps}bit"
 
 
+def format_size(n: int) -> str:
+    """Bytes as parse_size reads them back: 800KB, 1MB, 4096 (B when not a whole number of KB)."""
+    for unit, mult in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if n and n % mult == 0:
+            return f"{n // mult}{unit}"
+    return str(n)
+
+
 _TIME_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 
 

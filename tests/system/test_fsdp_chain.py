@@ -33,7 +33,7 @@ def fab() -> Iterator[Fabric]:
 def test_each_step_waits_for_its_input_and_the_pass_is_bounded_by_its_steps(fab: Fabric, tmp_path: Path) -> None:
     p = RunParams("fsdp", STEP_PKTS * 4096, scheme=Scheme.OFAN, seed=2, gpus_per_server=4, cc="nscc")
     r = run(fab, p, tmp_path / "run").to_json()
-    flows = p.flows(fab.tree)
+    flows = p.flow_list(fab.tree)
     assert len(flows) == 6 * 16 and r["flows"] == len(flows)  # one layer: 4 servers, 3 + 3 steps
     stats = {f["fid"]: f for f in r["flow_stats"]}
     assert all(f["complete"] for f in stats.values())
@@ -74,5 +74,5 @@ def test_each_step_waits_for_its_input_and_the_pass_is_bounded_by_its_steps(fab:
 
 def test_a_chain_without_a_transport_is_refused(fab: Fabric) -> None:
     with pytest.raises(RunError, match="--steps 1"):
-        RunParams("fsdp", 4096, gpus_per_server=4).flows(fab.tree)
-    assert len(RunParams("fsdp", 4096, gpus_per_server=4, steps=1).flows(fab.tree)) == 16
+        RunParams("fsdp", 4096, gpus_per_server=4).flow_list(fab.tree)
+    assert len(RunParams("fsdp", 4096, gpus_per_server=4, steps=1).flow_list(fab.tree)) == 16

@@ -123,7 +123,7 @@ def test_conga_needs_acks_and_intervals_must_be_positive() -> None:
     with pytest.raises(RunError, match="--acks"):
         RunParams("permutation", MB, 1.0, Scheme.CONGA)
     with pytest.raises(RunError, match="--flood-interval"):
-        RunParams("permutation", MB, 1.0, Scheme.SGLB, flood_pkts=0)
+        RunParams("permutation", MB, 1.0, Scheme.SGLB, flood_interval=0)
 
 
 def test_a_sampled_scheme_swapped_in_during_a_run_starts_its_timers(fab: Fabric) -> None:

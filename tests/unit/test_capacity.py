@@ -30,10 +30,10 @@ def test_host_schemes_with_acks_are_derated_where_measured() -> None:
 
 
 def test_a_sweep_with_a_host_scheme_takes_the_derated_rate() -> None:
-    from testbed.run.sweep import Matrix
+    from testbed.run.sweep import matrix
 
-    with_reps = Matrix(schemes=("ecmp", "reps"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
-    without = Matrix(schemes=("ecmp", "ofan"), seeds=(1,), sizes=(1 << 20,), ks=(8,), acks=True)
+    with_reps = matrix(("ecmp", "reps"), seed=1, size=1 << 20, k=(8,), acks=True)
+    without = matrix(("ecmp", "ofan"), seed=1, size=1 << 20, k=(8,), acks=True)
     assert with_reps.rate_for(8) < without.rate_for(8) == budget.auto_rate_bps(FatTree(8), acks=True)
 
 

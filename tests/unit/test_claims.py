@@ -14,6 +14,7 @@ import pytest
 
 from testbed.run import claims as cl
 from testbed.run.params import RunError
+from testbed.topology.timebase import PAPER
 
 KB, MB = 1024, 1 << 20
 
@@ -60,7 +61,7 @@ def test_every_claim_has_a_rule_or_says_what_it_needs() -> None:
     assert sum(1 for c in every if c.check is not None) >= 15
     for scale in cl.SCALES:  # every experiment's matrix checks its cells when built
         mats = cl.matrices(scale, "paper", every)
-        assert set(mats) == set(cl.needed(every)) and all(m.propagation == "paper" for m in mats.values())
+        assert set(mats) == set(cl.needed(every)) and all(m.values("propagation") == (PAPER,) for m in mats.values())
 
 
 def test_selection_and_bad_input() -> None:

@@ -30,7 +30,7 @@ def test_parses_and_keeps_starts_in_line_bits(tmp_path: Path) -> None:
     assert [(x.fid, x.src, x.dst, x.size_bytes) for x in flows] == [(1, 0, 1, 4096), (2, 2, 3, 8192), (3, 3, 0, 100)]
     # the first flow starts the collective: 2.5 us at 100 Gbit/s is 250,000 bits before the others
     assert [x.start_bits for x in flows] == pytest.approx([7.5e-6 * RATE, 0.0, 8e-6 * RATE])
-    assert make_spec(WorkloadSpec("cm", 0, flows_file=f), 16, 4) == flows
+    assert make_spec(WorkloadSpec("cm", 0, flows=f), 16, 4) == flows
 
 
 @pytest.mark.parametrize(

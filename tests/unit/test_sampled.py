@@ -26,18 +26,18 @@ def test_intervals_are_packet_times_at_any_rate() -> None:
 
 
 def test_band_thresholds_are_parameters() -> None:
-    s = sampled.settings(SampledParams(load_band=(0.5, 0.75), queue_band=(4096, 65536)), 100_000_000, FRAME, 2, 1)
+    s = sampled.settings(SampledParams(load_bands=(0.5, 0.75), queue_bands=(4096, 65536)), 100_000_000, FRAME, 2, 1)
     line = 16 * FRAME
     assert (s.load_lo, s.load_hi, s.queue_lo, s.queue_hi) == (round(line / 2), round(line * 3 / 4), 4096, 65536)
     with pytest.raises(SchemeError, match="--load-bands"):
-        SampledParams(load_band=(1.0, 0.5))
+        SampledParams(load_bands=(1.0, 0.5))
 
 
 def test_intervals_must_be_positive() -> None:
     with pytest.raises(SchemeError, match="--sample-interval"):
-        SampledParams(sample_pkts=0)
+        SampledParams(sample_interval=0)
     with pytest.raises(SchemeError, match="--dre-interval"):
-        SampledParams(dre_pkts=-1)
+        SampledParams(dre_interval=-1)
 
 
 def test_bands() -> None:

@@ -13,7 +13,8 @@ import pytest
 
 from testbed.measure import sweep_stats
 from testbed.run import paper
-from testbed.run.sweep import Cell, Matrix
+from testbed.run.params import RunError
+from testbed.run.sweep import Cell, Matrix, matrix
 
 
 def rows(
@@ -90,22 +91,41 @@ def test_summary_means_valid_runs_and_counts_the_rest() -> None:
 
 
 def test_cells_have_stable_distinct_names() -> None:
-    m = Matrix(("ecmp", "pofan:4"), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2))
+    m = matrix(("ecmp", "pofan:4"), size=(1 << 18, 1 << 20), load=(0.5, 1.0), seed=(1, 2))
     names = [c.name for c in m.cells()]
     assert len(names) == len(set(names)) == 16
+    assert names[0] == "k4-permutation-262144B-l0.5-f0-p4096-ecmp-s1"  # the names of sweeps made before
     assert m.fingerprint() == Matrix.from_json(m.to_json()).fingerprint()
-    assert Cell(**m.cells()[0].__dict__).name == names[0]
-    assert m.fingerprint() != Matrix(("ecmp",), sizes=(1 << 18, 1 << 20), loads=(0.5, 1.0), seeds=(1, 2)).fingerprint()
+    assert Cell.from_json(json.loads(json.dumps(m.cells()[0].to_json()))).name == names[0]
+    assert m.fingerprint() != matrix(("ecmp",), size=(1 << 18, 1 << 20), load=(0.5, 1.0), seed=(1, 2)).fingerprint()
+
+
+def test_a_dimension_with_several_values_names_its_cells() -> None:
+    """Any DIMENSION option may be swept; a cell's name shows it only when the matrix gives it several values."""
+    m = matrix(("ofan",), seed=1, workload="incast", fan_in=(2, 3))
+    names = [c.name for c in m.cells()]
+    assert names == [
+        "k4-incast-1048576B-l1-f0-p4096-ofan-fan_in2-s1",
+        "k4-incast-1048576B-l1-f0-p4096-ofan-fan_in3-s1",
+    ]
+    assert [c.params(m).fan_in for c in m.cells()] == [2, 3]
+    assert [c.columns()["cell_fan_in"] for c in m.cells()] == [2, 3]
+    one = matrix(("ofan",), seed=1, workload="incast", fan_in=3)
+    assert one.cells()[0].name == "k4-incast-1048576B-l1-f0-p4096-ofan-s1" and one.cells()[0].params(one).fan_in == 3
+    with pytest.raises(RunError, match="--load-bands: expected LO,HI"):
+        matrix(("dlb",), load_bands=(0.1,))  # a FIXED option: its one value, a pair
+    with pytest.raises(RunError, match="--pipe-size is not a sweep option"):
+        matrix(("pofan",), pipe_size=(1, 2))
 
 
 def test_sampled_settings_reach_the_cells_and_keep_default_fingerprints() -> None:
-    m = Matrix(("sglb",), seeds=(1,))
-    assert "flood_pkts" not in m.to_json()  # a sweep from before these settings keeps its fingerprint
-    stale = Matrix(("sglb",), seeds=(1,), flood_pkts=1000.0, queue_band=(0, 65536))
+    m = matrix(("sglb",), seed=1)
+    assert "flood_interval" not in m.to_json()["options"]  # a sweep from before these settings keeps its fingerprint
+    stale = matrix(("sglb",), seed=1, flood_interval=1000.0, queue_bands=(0, 65536))
     assert stale.fingerprint() != m.fingerprint()
     assert stale.fingerprint() == Matrix.from_json(json.loads(json.dumps(stale.to_json()))).fingerprint()
     p = stale.cells()[0].params(stale)
-    assert (p.flood_pkts, p.sampled().queue_band) == (1000.0, (0, 65536))
+    assert (p.flood_interval, p.sampled().queue_bands) == (1000.0, (0, 65536))
 
 
 def test_every_paper_figure_has_valid_matrices() -> None:
@@ -120,17 +140,17 @@ def test_every_paper_figure_has_valid_matrices() -> None:
         for name in quick:
             assert quick[name].cells() and len(full[name].cells()) >= len(quick[name].cells())
             for m in (quick[name], full[name]):
-                if {"reps", "conga", "drb"} & set(m.schemes):
-                    assert m.acks
-            if len(full[name].seeds) < 10:
+                if {"reps", "conga", "drb"} & set(m.values("scheme")):
+                    assert m.value("acks")
+            if len(full[name].values("seed")) < 10:
                 assert any("seed" in d for d in f.differs), f.name
         assert paper.figure_estimate_s(f, "quick") < 15 * 60  # the quick scale is minutes
     for name in ("fig3", "fig4"):  # every scheme of the paper's Table 1 the testbed has (all but RSQ = rps)
         (m,) = figs[name].matrices("quick").values()
         (p,) = figs[name].matrices("paper").values()
         assert (
-            set(m.schemes)
-            == set(p.schemes)
+            set(m.values("scheme"))
+            == set(p.values("scheme"))
             == {
                 "ecmp",
                 "rr",
@@ -159,7 +179,7 @@ def test_every_paper_figure_has_valid_matrices() -> None:
 
 
 def test_paper_list_reads_in_80_columns() -> None:
-    from testbed.cli.sweep_cmds import paper_list
+    from testbed.cli.paper_cmds import paper_list
 
     text = paper_list(80)
     assert max(len(line) for line in text.splitlines()) <= 80

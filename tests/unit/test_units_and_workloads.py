@@ -256,19 +256,26 @@ def test_one_parser_per_kind_of_value() -> None:
 def test_the_same_flag_means_the_same_everywhere() -> None:
     """--seeds 3 is seed 3 in compare, sweep and ideal; --base-rtt and flap --period take the same durations."""
     from testbed.cli import COMMANDS
-    from testbed.cli import args as cli_args
     from testbed.cli.args import Parser
 
     parser = Parser(prog="testbed")
     sub = parser.add_subparsers(dest="command")
     for add, _ in COMMANDS.values():
         add(sub)
-    for cmd in (["compare"], ["sweep", "--schemes", "ofan", "--out", "x"], ["ideal"]):
-        assert parser.parse_args([*cmd, "--seeds", "3"]).seeds == (3,)
-        assert parser.parse_args([*cmd, "--seeds", "1-3"]).seeds == (1, 2, 3)
-    assert cli_args.duration("1") == 1.0 and cli_args.duration("100ns") == pytest.approx(1e-7)
+    for cmd, dest in (
+        (["compare"], "seed"),
+        (["sweep", "--schemes", "ofan", "--out", "x"], "seed"),
+        (["ideal"], "seeds"),
+    ):
+        for flag in ("--seeds", "--seed") if dest == "seed" else ("--seeds",):
+            assert getattr(parser.parse_args([*cmd, flag, "3"]), dest) == (3,)
+            assert getattr(parser.parse_args([*cmd, flag, "1-3"]), dest) == (1, 2, 3)
     run = parser.parse_args(["run", "--workload", "permutation", "--size", "1MB", "--cc", "nscc", "--base-rtt", "1"])
     assert run.base_rtt == 1.0
+    run = parser.parse_args(
+        ["run", "--workload", "permutation", "--size", "1MB", "--cc", "nscc", "--base-rtt", "100ns"]
+    )
+    assert run.base_rtt == pytest.approx(1e-7)
 
 
 @pytest.mark.parametrize(

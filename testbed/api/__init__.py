@@ -22,6 +22,8 @@ torn down when its `with` block ends, however it ends (an exception, Ctrl-C, SIG
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import inspect
 import signal
 import tempfile
 import threading
@@ -35,20 +37,20 @@ import pandas as pd
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.workloads import WorkloadError, WorkloadSpec, make_spec
 
-from .dataplane import switches as dataplane_switches
-from .fabric import state
-from .fabric.budget import auto_rate_bps
-from .fabric.build import DEFAULT_MTU, FabricSpec
-from .fabric.build import Fabric as _Fabric
-from .fabric.errors import FabricError
-from .fabric.lock import run_lock
-from .measure import results as _results
-from .models.sampled import SampledParams
-from .models.schemes import Scheme, SchemeConfig, SchemeError, parse_pipe_size, select_switches
-from .run.params import RunError, RunParams
-from .topology import FatTree, TopologyError
-from .topology.timebase import PAPER, Propagation, parse_propagation
-from .topology.units import parse_duration, parse_rate, parse_seeds, parse_size
+from ..dataplane import switches as dataplane_switches
+from ..fabric import state
+from ..fabric.budget import auto_rate_bps
+from ..fabric.build import DEFAULT_MTU, FabricSpec
+from ..fabric.build import Fabric as _Fabric
+from ..fabric.errors import FabricError
+from ..fabric.lock import run_lock
+from ..measure import results as _results
+from ..models.schemes import Scheme, SchemeConfig, SchemeError, parse_pipe_size, select_switches
+from ..run.options import coerce_all, specs_of
+from ..run.params import RunError, RunParams
+from ..topology import FatTree, TopologyError
+from ..topology.timebase import PAPER, Propagation, parse_propagation
+from ..topology.units import parse_rate, parse_seeds, parse_size
 
 __all__ = ["Fabric", "Result", "TestbedError", "attach", "build", "ideal", "sweep"]
 
@@ -103,101 +105,32 @@ def _propagation(v: str | float | Propagation) -> Propagation:
     return parse_propagation(str(v))
 
 
-def _duration(v: float | str | None) -> float | None:
-    if v is None:
-        return None
-    return parse_duration(v, allow_zero=True) if isinstance(v, str) else float(v)
-
-
-def run_params(
-    workload: str,
-    size: int | str | None = None,
-    *,
-    load: float = 1.0,
-    scheme: str | Scheme | None = Scheme.ECMP,
-    pipe_size: int | str = 4,
-    seed: int = 1,
-    fan_in: int = 2,
-    inter_pod: bool = False,
-    gpus_per_server: int = 8,
-    layers: int = 1,
-    steps: int = 0,
-    stride: int = 0,
-    matrix: str | None = None,
-    flows: str | None = None,
-    cm_rate: int | str = 100_000_000_000,
-    skew: float = 0.0,
-    eplb: bool = False,
-    mix: str = "none",
-    mix_base: str = "ar",
-    order: str = "staggered",
-    acks: bool = False,
-    propagation: str | float | Propagation = PAPER,
-    payload: int | str = DEFAULT_PAYLOAD,
-    events: str | None = None,
-    pace: str = "load",
-    ecn_threshold: str = "10%",
-    buffer_ref: int | str = 800 * 1024,
-    cc: str = "none",
-    base_rtt: float | str | None = None,
-    base_rtt_pkts: float | None = None,
-    buffer: int | str | None = None,
-    sample_interval: float = SampledParams.sample_pkts,
-    flood_interval: float = SampledParams.flood_pkts,
-    dre_interval: float = SampledParams.dre_pkts,
-    load_bands: tuple[float, float] = SampledParams.load_band,
-    queue_bands: tuple[int, int] = SampledParams.queue_band,
-    drill_d: int = SampledParams.drill_d,
-    drill_m: int = SampledParams.drill_m,
-    reset_pointers: bool = True,
-) -> RunParams:
-    """One run's parameters from the command line's flags (testbed.run.params.RunParams checks them)."""
+def run_params(workload: str, size: int | str | None = None, **options: Any) -> RunParams:
+    """One run's parameters from the command line's options (testbed.run.params.RunParams declares them all
+    and checks them; a value may be given as the command line writes it, "1MB", "dctcp", "12pkts")."""
     with _errors():
         if size is None and workload != "cm":
             raise RunError(f"--size is required for the {workload} workload")
-        if pace not in ("load", "rho_max"):
-            raise RunError(f"--pace must be load or rho_max, got {pace!r}")
-        return RunParams(
-            workload,
-            _size(size) if size is not None else 0,
-            load,
-            _scheme(scheme),
-            seed,
-            fan_in,
-            payload=_size(payload),
-            pipe_size=_pipe(pipe_size),
-            reset_pointers=reset_pointers,
-            acks=acks or cc != "none",
-            inter_pod=inter_pod,
-            gpus_per_server=gpus_per_server,
-            stride=stride,
-            matrix=matrix,
-            layers=layers,
-            steps=steps,
-            moe_skew=skew,
-            eplb=eplb,
-            mix=mix,
-            mix_base=mix_base,
-            order=order,
-            events=events,
-            pace_rho_max=pace == "rho_max",
-            ecn_threshold=ecn_threshold,
-            buffer_ref=_size(buffer_ref),
-            flows_file=flows,
-            cm_rate_bps=_rate(cm_rate) or 100_000_000_000,
-            cc=cc,
-            base_rtt_s=_duration(base_rtt),
-            base_rtt_pkts=base_rtt_pkts,
-            buffer_bytes=_size(buffer) if buffer is not None else None,
-            sample_pkts=sample_interval,
-            flood_pkts=flood_interval,
-            dre_pkts=dre_interval,
-            load_band=load_bands,
-            queue_band=queue_bands,
-            drill_d=drill_d,
-            drill_m=drill_m,
-            propagation=_propagation(propagation),
-        )
+        given = {"workload": workload, "size": size if size is not None else 0, **options}
+        return RunParams(**coerce_all(RunParams, given, "run option"))
+
+
+def option_parameters(skip: Sequence[str] = ("workload", "size")) -> list[inspect.Parameter]:
+    """The run options as keyword-only parameters, read from RunParams (the signatures help() shows)."""
+    types = {f.name: f.type for f in dataclasses.fields(RunParams)}
+    return [
+        inspect.Parameter(s.name, inspect.Parameter.KEYWORD_ONLY, default=s.default, annotation=types[s.name])
+        for s in specs_of(RunParams)
+        if s.name not in skip
+    ]
+
+
+def _signature_with_options(fn: Callable[..., Any], fixed: Sequence[str]) -> None:
+    """`fn(**options)` shows every run option in its signature: its own parameters `fixed`, then the options."""
+    sig = inspect.signature(fn)
+    own = [p for p in sig.parameters.values() if p.name in fixed]
+    params = option_parameters(skip=("workload", "size", *fixed))
+    fn.__signature__ = inspect.Signature([*own, *params], return_annotation=sig.return_annotation)  # type: ignore[attr-defined]
 
 
 # -- results -------------------------------------------------------------------------------------------------
@@ -295,15 +228,15 @@ class Fabric:
         retries: int = 0,
         out: str | Path | None = None,
         wait: bool = False,
-        **flags: Any,
+        **options: Any,
     ) -> Result:
-        """One collective (the flags of `testbed run`: load, seed, acks, cc, payload, ...; `scheme` None keeps
-        every switch's scheme). Holds the machine's run lock (`wait=True` waits for another run to end);
+        """One collective (every option of `testbed run`: load, seed, acks, cc, payload, ...; `scheme` None
+        keeps every switch's scheme). Holds the machine's run lock (`wait=True` waits for another run to end);
         `retries` re-runs an invalid run with the same seed; `out` keeps its result directory."""
-        from .run.experiment import run_valid
+        from ..run.experiment import run_valid
 
         with _errors():
-            p = run_params(workload, size, scheme=scheme, **flags)
+            p = run_params(workload, size, scheme=scheme, **options)
             if retries < 0:
                 raise RunError(f"--retries must be >= 0, got {retries}")
             check_run(self._fab.tree, p, self._fab.spec)
@@ -326,9 +259,9 @@ class Fabric:
         """Fail a link (named `e0_1-a0_0`, either order) or, with `random`, each switch link with that
         probability; refused if hosts would be cut off unless `force`. Returns the link watcher's event
         (convergence time, packets lost), or {"failed": []} when `random` drew none."""
-        from .fabric import links
-        from .models import control
-        from .run import faults
+        from ..fabric import links
+        from ..models import control
+        from ..run import faults
 
         with _errors():
             tree = self._fab.tree
@@ -350,9 +283,9 @@ class Fabric:
 
     def heal(self, link: str | None = None, *, all: bool = False) -> dict[str, Any]:
         """Bring a failed link (or `all` of them) back; the link watcher's event, or {"healed": []}."""
-        from .fabric import links
-        from .models import control
-        from .run import faults
+        from ..fabric import links
+        from ..models import control
+        from ..run import faults
 
         with _errors():
             tree = self._fab.tree
@@ -400,10 +333,14 @@ class Fabric:
 
     def status(self) -> dict[str, Any]:
         """What `testbed status --json` prints: nodes, namespaces, links and their state, schemes."""
-        from .fabric.status import status
+        from ..fabric.status import status
 
         with _errors():
             return status(self.prefix)
+
+
+_signature_with_options(run_params, ("workload", "size"))
+_signature_with_options(Fabric.run, ("self", "workload", "size", "scheme", "retries", "out", "wait"))
 
 
 def check_run(tree: FatTree, p: RunParams, spec: FabricSpec) -> None:
@@ -411,7 +348,7 @@ def check_run(tree: FatTree, p: RunParams, spec: FabricSpec) -> None:
     p.check_fabric(tree)
     p.check_propagation(tree, spec.rate_bps, spec.wire_overhead)
     if p.events:
-        from .run.faults import parse_timeline
+        from ..run.faults import parse_timeline
 
         parse_timeline(p.events, tree)
     if p.payload + 58 > spec.mtu + 14:
@@ -527,48 +464,40 @@ def attach(prefix: str = "tb") -> Iterator[Fabric]:
 
 # -- sweeps and the ideal fabric -------------------------------------------------------------------------
 def sweep(
-    schemes: str | Sequence[str],
+    scheme: str | Sequence[str],
     *,
     out: str | Path,
-    workloads: str | Sequence[str] = ("permutation",),
-    sizes: str | Sequence[int | str] = ("1MB",),
-    loads: Sequence[float] = (1.0,),
-    failures: Sequence[float] = (0.0,),
     k: int | Sequence[int] = 4,
-    payloads: Sequence[int] = (DEFAULT_PAYLOAD,),
-    seeds: int | str | Sequence[int] = "1-3",
+    failures: Sequence[float] = (0.0,),
     topology: str = "fattree",
     rate: int | str | None = "auto",
-    acks: bool = False,
+    rate_factor: float = 1.0,
+    wire_overhead: int = WIRE_EXTRA,
+    ack_priority: bool | None = None,
     retries: int = 2,
     cluster: str | None = None,
     prefix: str = "tbs",
     wait: bool = False,
     progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
-    **matrix: Any,
+    **options: Any,
 ) -> pd.DataFrame:
     """Every combination (`testbed sweep`), one fabric per k, resumable in `out`: its results.parquet as a
-    DataFrame. Further keyword arguments are testbed.run.sweep.Matrix fields (ccs, inter_pod, mixes, ...)."""
-    from .run.sweep import Matrix
-
-    def names(v: str | Sequence[str]) -> tuple[str, ...]:
-        return tuple(x.strip() for x in v.split(",")) if isinstance(v, str) else tuple(v)
+    DataFrame. The run options go by their names (`testbed run`'s): a DIMENSION option takes a list of values
+    or one value (`size=["256KB", "1MB"]`, `seed="1-3"`), a FIXED one a value (testbed.run.options)."""
+    from ..run.sweep import matrix
 
     with _errors():
-        m = Matrix(
-            names(schemes),
-            workloads=names(workloads),
-            sizes=tuple(_size(s) for s in (sizes.split(",") if isinstance(sizes, str) else sizes)),
-            loads=tuple(loads),
+        m = matrix(
+            scheme,
+            k=(k,) if isinstance(k, int) else tuple(k),
             failures=tuple(failures),
-            ks=(k,) if isinstance(k, int) else tuple(k),
-            payloads=tuple(payloads),
-            seeds=_seeds(seeds),
             topology=topology,
             rate_bps=_rate(rate) or 0,
-            acks=acks,
+            rate_factor=rate_factor,
+            wire_overhead=wire_overhead,
+            ack_priority=ack_priority,
             retries=retries,
-            **matrix,
+            **options,
         )
     return sweep_matrix(m, out, cluster=cluster, prefix=prefix, wait=wait, progress=progress)
 
@@ -583,18 +512,25 @@ def sweep_matrix(
     progress: Callable[[int, int, dict[str, Any] | None], None] | None = None,
 ) -> pd.DataFrame:
     """A sweep of a testbed.run.sweep.Matrix (what `sweep()` builds from its arguments), on this machine or
-    on a Ray cluster (`cluster`: "auto", HOST:PORT or ray://HOST:PORT)."""
-    from .run.sweep import SweepDir, run_local
+    on a Ray cluster (`cluster`: "ray" or "auto", HOST:PORT or ray://HOST:PORT)."""
+    from ..run.runner import run_sweep
+
+    with _errors():
+        d = prepare_sweep(m, out, cluster)
+        return run_sweep(d, prefix=prefix, cluster=cluster, wait=wait, progress=progress or (lambda *_: None))
+
+
+def prepare_sweep(m: Any, out: str | Path, cluster: str | None = None) -> Any:
+    """The sweep's directory (testbed.run.sweep.SweepDir; another sweep's is refused), checked that its
+    pending cells can run: root here, or a cluster that answers."""
+    from ..run.runner import check_can_run
+    from ..run.sweep import SweepDir
 
     with _errors():
         d = SweepDir(Path(out), m)
-        report = progress or (lambda done, total, row: None)
-        if cluster is not None:
-            from .run.cluster import run_ray
-
-            run_ray(d, cluster, report)
-            return d.write_table()
-        return run_local(d, prefix, report, wait=wait)
+        if d.pending():
+            check_can_run(cluster)
+        return d
 
 
 def ideal(
@@ -614,8 +550,8 @@ def ideal(
     """The same experiment on the ideal fabric (`testbed ideal`): exact time, no kernel, no root. One row per
     scheme and seed: CCT increase, packet times, largest queue per stage, and with propagation the analytic
     shift's CCT increase. `on_row` sees each row as it is done."""
-    from .models import ideal as model
-    from .run.compare import parse_schemes
+    from ..models import ideal as model
+    from ..run.compare import parse_schemes
 
     with _errors():
         configs = parse_schemes(schemes if isinstance(schemes, str) else ",".join(schemes))

@@ -1,0 +1,227 @@
+"""The paper's figures and claims: `testbed paper FIG` runs a figure's sweeps and draws it as the paper does,
+`testbed paper list` says what each figure runs and how it differs, `testbed paper claims` checks the
+paper's quantitative claims one by one (testbed.run.paper, testbed.run.claims)."""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+from ..run.params import RunError
+from . import args, options
+from .sweep_cmds import describe
+
+
+def add_paper(sub: Any) -> None:
+    from ..run.paper import NAMES
+
+    pp = sub.add_parser(
+        "paper",
+        help="reproduce the paper's figures (a sweep per panel and a report), list them, or check the paper's claims",
+    )
+    pp.add_argument(
+        "figure",
+        choices=["list", "claims", "all", *NAMES],
+        help="list, claims (every quantitative claim, one check each), all (every figure), or the figure to reproduce",
+    )
+    pp.add_argument(
+        "--claims",
+        default=None,
+        metavar="C1,C5,...",
+        help="claims: only these (default every claim; 'testbed paper claims' lists them in claims.md)",
+    )
+    pp.add_argument(
+        "--scale",
+        choices=("quick", "paper"),
+        default="quick",
+        help="quick: k=4 and minutes (default); paper: the paper's configuration where this machine carries it, hours",
+    )
+    pp.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="the figure's directory (default results/paper-FIG-SCALE; all: results/paper-all-SCALE)",
+    )
+    pp.add_argument("--cluster", default=None, help="as for sweep: run the cells on a Ray cluster")
+    pp.add_argument(
+        "--doc",
+        type=Path,
+        default=None,
+        metavar="PAGE",
+        help="claims: also put claims.md into PAGE between its generation markers, keeping the "
+        "page's hand-written parts (docs/reproduction.md is made this way)",
+    )
+    pp.add_argument(
+        "--no-run",
+        action="store_true",
+        help="claims: run nothing; judge the claims on the runs already in --out (a claim whose experiment is "
+        "not finished reads 'no data' and says how many of its runs are done)",
+    )
+    options.add(pp, options.RUN, only=("propagation",))
+    args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
+    args.add_wait(pp)
+    pp.add_argument("--prefix", type=args.prefix, default="tbs", help="prefix of the sweep's fabrics (default tbs)")
+
+
+def paper_list(width: int = 80) -> str:
+    """`testbed paper list`: every figure, its runs and wall time at both scales, and what differs from the paper
+    and why, wrapped to `width` columns."""
+    import textwrap
+
+    from ..run.paper import figure_estimate_s, figures
+
+    def wrap(text: str, first: str, rest: str) -> list[str]:
+        return textwrap.wrap(text, width, initial_indent=first, subsequent_indent=rest) or [first.rstrip()]
+
+    out = ["The paper's figures: testbed paper FIG [--scale quick|paper], or all", ""]
+    total = {"quick": 0.0, "paper": 0.0}
+    for f in figures().values():
+        est = {sc: figure_estimate_s(f, sc) for sc in total}
+        for sc in total:
+            total[sc] += est[sc]
+        out += wrap(f.reproduces, f"{f.name:<6}", " " * 6)
+        out += wrap("; ".join(p.caption for p in f.panels), "      what: ", " " * 12)
+        out += wrap(
+            f"{f.cells('quick')} quick (~{est['quick'] / 60:.0f} min), {f.cells('paper')} paper "
+            f"(~{est['paper'] / 3600:.1f} h)",
+            "      runs: ",
+            " " * 12,
+        )
+        for i, d in enumerate(f.differs or ("nothing: as the paper runs it",)):
+            out += wrap(d, "      differs: " if i == 0 else " " * 15, " " * 15)
+        out.append("")
+    out.append(
+        f"all: ~{total['quick'] / 60:.0f} min quick, ~{total['paper'] / 3600:.1f} h paper (estimates at "
+        f"this machine's packet budget)"
+    )
+    return "\n".join(out)
+
+
+def cmd_paper(a: argparse.Namespace) -> int:
+    from ..run.paper import NAMES, figure_estimate_s, figures
+
+    if a.figure == "claims":
+        return cmd_claims(a)
+    for given, flag in ((a.claims is not None, "--claims"), (a.doc is not None, "--doc"), (a.no_run, "--no-run")):
+        if given:
+            raise RunError(f"{flag} goes with 'testbed paper claims'")
+    if a.figure == "list":
+        print(paper_list())
+        return 0
+    names = list(NAMES) if a.figure == "all" else [a.figure]
+    out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
+    figs = figures()
+    con = args.console()
+    dirs = {}  # every panel's directory and matrix, checked (and refused if another sweep's) before any run
+    from ..run.runner import check_can_run, run_sweep
+    from ..run.sweep import SweepDir
+
+    for name in names:
+        base = out / name if a.figure == "all" else out
+        for panel, preset in figs[name].matrices(a.scale).items():
+            m = preset.replace(propagation=a.propagation, rate_factor=a.rate_factor or 1.0)
+            dirs[(name, panel)] = SweepDir(base / panel if panel else base, m)
+    total = sum(len(d.matrix.cells()) for d in dirs.values())
+    pending = sum(len(d.pending()) for d in dirs.values())
+    con.print(
+        f"{', '.join(names) if len(names) < 4 else f'{len(names)} figures'}: {total} runs at --scale "
+        f"{a.scale} ({total - pending} done already), about "
+        f"{sum(figure_estimate_s(figs[n], a.scale) for n in names) / 60:.0f} min here"
+    )
+    if pending:
+        check_can_run(a.cluster)
+    for (name, panel), d in dirs.items():
+        if not d.pending():
+            continue
+        label = f"{name}{panel}"
+
+        def progress(done: int, n: int, row: dict[str, Any] | None, label: str = label) -> None:
+            if row is not None:
+                args.console(stderr=True).print(f"[{label} {done}/{n}] {describe(row)}")
+
+        run_sweep(d, prefix=a.prefix, cluster=a.cluster, wait=a.wait, progress=progress)
+    from .report import render, render_figures
+
+    for d in dirs.values():
+        render(d.path, console=con)
+    if a.figure == "all" or len(dirs) > 1:
+        render_figures(out, [(figs[n], panel, d.path) for (n, panel), d in dirs.items()], con)
+    for name in names:
+        for diff in figs[name].differs:
+            con.print(f"[yellow]{name} differs from the paper:[/] {diff}")
+    return 0
+
+
+def cmd_claims(a: argparse.Namespace) -> int:
+    """testbed paper claims: every experiment the chosen claims need (resumable), then each claim's rule;
+    claims.json, claims.md and report.html (the claims first) in the output directory."""
+    import platform
+    import sys
+    from datetime import datetime
+
+    from ..measure import provenance
+    from ..run import claims as cl
+    from ..run.runner import check_can_run, cluster_address
+    from .report import render_claims
+
+    selected = cl.select(a.claims)
+    if a.doc is not None:
+        cl.check_doc(a.doc)
+    factor = cl.RATE_FACTOR if a.rate_factor is None else a.rate_factor
+    out = a.out or Path("results") / f"paper-claims-{a.scale}"
+    mats = cl.matrices(a.scale, a.propagation.label, selected, factor)  # cells checked before any build
+    dirs = cl.sweep_dirs(out, mats)  # a directory of another check is refused
+    total = sum(len(m.cells()) for m in mats.values())
+    pending = sum(len(d.pending()) for d in dirs.values())
+    con = args.console()
+    con.print(
+        f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {a.scale} "
+        f"({total - pending} done already) into {out}"
+    )
+    if pending and not a.no_run:
+        check_can_run(a.cluster)
+    prov = provenance.describe()
+    meta = {
+        "command": "testbed " + " ".join(sys.argv[1:]),
+        "commit": prov.get("project_commit"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}",
+    }
+
+    def progress(name: str, done: int, n: int, row: dict[str, Any] | None) -> None:
+        if row is not None:
+            args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")
+
+    t0 = time.monotonic()
+    results = cl.run(
+        out,
+        a.scale,
+        selected,
+        a.propagation.label,
+        a.prefix,
+        meta,
+        factor,
+        cluster_address(a.cluster),
+        progress,
+        a.wait,
+        run_missing=not a.no_run,
+    )
+    from rich.table import Table
+
+    t = Table(title=f"the paper's claims at --scale {a.scale} ({time.monotonic() - t0:.0f} s)")
+    for col in ("claim", "section", "the paper", "here", "verdict"):
+        t.add_column(col)
+    colour = {"agrees": "green", "disagrees": "red", "not comparable": "yellow", "pending": "blue"}
+    for r in results:
+        here = cl.format_value(r)
+        t.add_row(r["id"], r["section"], r["paper"], here, f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]")
+    con.print(t)
+    render_claims(out, results, con)
+    con.print(f"claims in {out / 'claims.json'} and {out / 'claims.md'}")
+    if a.doc is not None:
+        cl.splice_doc(a.doc, (out / "claims.md").read_text())
+        con.print(f"claims.md put into {a.doc}")
+    return 0

@@ -1,4 +1,5 @@
-"""`python -m testbed.cli`: the `testbed` command (the link watcher daemon is started this way)."""
+"""`python -m testbed.cli`: the `testbed` command without testbed.launch's early lock (the tests call it this
+way)."""
 
 import sys
 

@@ -152,3 +152,22 @@ def test_clean_recovers_after_sigkill_during_up() -> None:
         cli("clean", "--prefix", p)
         for d in decoys:
             subprocess.run(["ip", "netns", "del", d], check=False)
+
+
+def test_demo_turns_acks_on_for_a_scheme_that_needs_them(tmp_path: Path) -> None:
+    """`testbed demo --schemes conga,ofan`: CONGA feeds congestion back on the reverse traffic, so the registry
+    says it needs ACKs and the demo runs every cell with them (it used to fail late, its own list knowing only
+    REPS); every packet and its ACK arrive."""
+    out = tmp_path / "demo"
+    r = cli(
+        "demo", "--schemes", "conga,ofan", "--sizes", "256KB", "--retries", "1", "--out", str(out), "--prefix", "td"
+    )
+    assert r.returncode == 0, r.stderr
+    assert "ACKs on: conga needs them" in r.stdout
+    rows = [json.loads(p.read_text()) for p in (out / "rows").glob("*.json")]
+    assert sorted(row["scheme"] for row in rows) == ["conga", "ofan"]
+    for row in rows:
+        assert row["acks"] is True
+        assert row["packets_received"] == row["packets_sent"] > 0
+        assert row["acks_received"] == row["packets_received"], row["scheme"]
+    assert leftovers("td") == []

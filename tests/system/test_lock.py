@@ -174,3 +174,35 @@ def test_a_run_under_another_prefix_waits_or_is_refused(tmp_path: Path) -> None:
         for x in (p, q):
             cli("down", "--prefix", x)
     assert leftovers(p) == leftovers(q) == []
+
+
+def _cpu_s(pid: int) -> float:
+    """User and system CPU seconds a process has used (/proc/PID/stat fields 14 and 15)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_a_queued_command_waits_before_its_start_up(tmp_path: Path) -> None:
+    """`testbed run --wait` behind a run takes the machine's lock before it imports the command layer or checks
+    anything (testbed.launch), so it costs the running command no CPU while it waits; entered through the
+    command layer itself (testbed.cli, as before), the same command spends its start-up first."""
+    args = ["run", "--workload", "permutation", "--size", "256KB", "--k", "4", "--wait", "--json"]
+    spent = {}
+    with lock.machine_lock(wait=True, command="the run in progress (a test)"):
+        for entry in ("testbed.launch", "testbed.cli"):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", entry, *args, "--out", str(tmp_path / entry), "--prefix", "tq"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+            try:
+                time.sleep(4.0)  # long enough for the command layer's imports and checks
+                assert proc.poll() is None, f"{entry}: it should be waiting for the lock"
+                spent[entry] = _cpu_s(proc.pid)
+            finally:
+                proc.terminate()
+                proc.wait(timeout=30)
+    assert spent["testbed.launch"] < 0.15, spent  # an interpreter and the lock module
+    assert spent["testbed.cli"] > 2 * spent["testbed.launch"], spent
+    assert not leftovers("tq")

@@ -29,25 +29,25 @@ def _exempt(call: ast.Call) -> bool:
     return False
 
 
-def long_calls(paths: list[Path]) -> list[str]:
+def long_calls(paths: list[Path], root: Path = ROOT) -> list[str]:
     out = []
     for p in paths:
         for node in ast.walk(ast.parse(p.read_text(), str(p))):
             if isinstance(node, ast.Call) and not _exempt(node):
                 n = sum(1 for a in node.args if not isinstance(a, ast.Starred))
                 if n > MAX_POSITIONAL:
-                    out.append(f"{p.relative_to(ROOT)}:{node.lineno} {ast.unparse(node.func)}() with {n}")
+                    out.append(f"{p.relative_to(root)}:{node.lineno} {ast.unparse(node.func)}() with {n}")
     return out
 
 
-def long_functions(paths: list[Path]) -> list[str]:
+def long_functions(paths: list[Path], root: Path = ROOT) -> list[str]:
     out = []
     for p in paths:
         for node in ast.walk(ast.parse(p.read_text(), str(p))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 n = (node.end_lineno or node.lineno) - node.lineno + 1
                 if n > MAX_LINES:
-                    out.append(f"{p.relative_to(ROOT)}:{node.lineno} {node.name}() is {n} lines")
+                    out.append(f"{p.relative_to(root)}:{node.lineno} {node.name}() is {n} lines")
     return out
 
 
@@ -68,16 +68,6 @@ def test_the_rules_find_what_they_look_for(tmp_path: Path) -> None:
     bad.write_text(
         f"import struct\nf(1, 2, 3, 4, 5, 6, 7)\nstruct.pack('!7B', 1, 2, 3, 4, 5, 6, 7)\ndef g():\n{body}\n"
     )
-    calls = [c.split(" ", 1)[1] for c in _rel(long_calls, bad)]
-    funcs = [c.split(" ", 1)[1] for c in _rel(long_functions, bad)]
+    calls = [c.split(" ", 1)[1] for c in long_calls([bad], tmp_path)]
+    funcs = [c.split(" ", 1)[1] for c in long_functions([bad], tmp_path)]
     assert calls == ["f() with 7"] and funcs == ["g() is 81 lines"]
-
-
-def _rel(check: object, path: Path) -> list[str]:
-    """Run a check on a file outside the tree (its report names it relative to the tree's root)."""
-    global ROOT
-    saved, ROOT = ROOT, path.parent
-    try:
-        return check([path])  # type: ignore[operator, no-any-return]
-    finally:
-        ROOT = saved

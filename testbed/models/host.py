@@ -22,7 +22,7 @@ _HEAD_SHIFT, _COUNT_SHIFT, _ACKED_SHIFT = 8, 12, 16
 # -- REPS ------------------------------------------------------------------------
 @dataclass(frozen=True)
 class RepsState:
-    """One connection's entropies (shared.h struct reps_state): valid bits, head and count packed in `ctl`."""
+    """One connection's entropies (reps.h struct reps_state): valid bits, head and count packed in `ctl`."""
 
     ctl: int = 0
     ev: tuple[int, ...] = (0,) * REPS_SLOTS

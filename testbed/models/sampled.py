@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 from .schemes import Scheme, SchemeError
 
-LB_SAMPLE, LB_FLOOD, LB_CONGA = 1, 2, 4  # shared.h lb_cfg.active bits
+LB_SAMPLE, LB_FLOOD, LB_CONGA = 1, 2, 4  # sampled.h lb_cfg.active bits
 LB_TICK_SAMPLE, LB_TICK_FLOOD, LB_TICK_DRE = 0, 1, 2
 LB_TICKS = 3
 LB_BANDS = 8
-DRILL_D_MAX, DRILL_M_MAX = 4, 2  # shared.h
+DRILL_D_MAX, DRILL_M_MAX = 4, 2  # sampled.h
 LB_DECAY_STEPS = 64
 DECAY_ONE = 1 << 16
 
@@ -98,7 +98,7 @@ def decay_table(alpha: float = CONGA_ALPHA) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Settings:
-    """lb_cfg's values (shared.h struct lb_cfg), for one fabric and rate."""
+    """lb_cfg's values (sampled.h struct lb_cfg), for one fabric and rate."""
 
     active: int
     sample_ns: int
@@ -166,7 +166,7 @@ def _nonneg(v: int) -> int:
 
 @dataclass(frozen=True)
 class PortState:
-    """shared.h struct lb_port."""
+    """sampled.h struct lb_port."""
 
     dre: int = 0
     last_rx: int = 0

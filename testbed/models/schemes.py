@@ -1,6 +1,6 @@
 """The registry of load-balancing schemes: their names and numbers, the
 configuration one switch carries (scheme and pipe size), and which switches a
-selection names. Scheme numbers are shared with ebpf/include/shared.h; each
+selection names. Scheme numbers are shared with ebpf/include/schemes.h; each
 scheme's decision is modelled in testbed.models.decisions and implemented in
 ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 
@@ -44,7 +44,7 @@ class SchemeError(ValueError):
 
 
 class Scheme(enum.IntEnum):
-    """Switch schemes keep their number in switch_cfg.scheme (shared.h SCHEME_*); host schemes (REPS, DRB,
+    """Switch schemes keep their number in switch_cfg.scheme (schemes.h SCHEME_*); host schemes (REPS, DRB,
     Ethereal) are never written there: their switches run `switch_scheme`, their NICs `host_lb`."""
 
     ECMP = 0
@@ -70,7 +70,7 @@ class Scheme(enum.IntEnum):
 
     @property
     def host_lb(self) -> int:
-        """shared.h HOST_LB_*: 0 for switch schemes."""
+        """schemes.h HOST_LB_*: 0 for switch schemes."""
         return _HOST_LB.get(self, 0)
 
     @property

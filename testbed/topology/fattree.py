@@ -47,7 +47,7 @@ class TopologyError(ValueError):
 
 
 class Level(enum.IntEnum):
-    """Tier of a node; the numbers are shared with the eBPF code (shared.h)."""
+    """Tier of a node; the numbers are shared with the eBPF code (topology.h)."""
 
     HOST = 0
     EDGE = 1

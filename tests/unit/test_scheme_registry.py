@@ -84,3 +84,27 @@ def test_the_document_names_files_that_exist() -> None:
     for f in FILES:
         assert f"`{f}`" in doc, f"{DOC.name} does not name {f}"
         assert (ROOT / f).exists(), f"{DOC.name} names {f}, which does not exist"
+
+
+def test_what_a_scheme_needs_is_asked_of_the_registry() -> None:
+    """The registry's traits decide, for every caller: a run with a scheme that needs ACKs has them (as with a
+    CCA), a sweep of one turns them on in every cell, the sampled schemes' timer bits and the ideal fabric's
+    schemes are the registry's, and nothing the traits name is unknown."""
+    from testbed.models import ideal, sampled
+    from testbed.models.schemes import TRAITS, needing_acks
+    from testbed.run.params import RunParams
+    from testbed.run.sweep import matrix
+
+    assert {s for s in Scheme if s.needs_acks} == {Scheme.REPS, Scheme.CONGA}
+    assert {s for s in Scheme if s.uses_acks} == {Scheme.REPS, Scheme.CONGA, Scheme.DRB}
+    for s in Scheme:
+        assert RunParams("permutation", 1 << 20, scheme=s).acks == s.needs_acks, s.label
+    assert needing_acks(("ofan", "conga")) and not needing_acks(("ofan", "pofan:4", "drb"))
+    assert matrix(("ofan", "conga"), seed=1).value("acks") is True
+    assert matrix(("ofan", "drb"), seed=1).value("acks") is False
+    assert set(sampled.ACTIVE_OF) == {s for s, t in TRAITS.items() if t.timers}
+    assert sampled.ACTIVE_OF[Scheme.SGLB] == sampled.LB_SAMPLE | sampled.LB_FLOOD
+    assert sampled.ACTIVE_OF[Scheme.CONGA] == sampled.LB_CONGA
+    assert set(ideal.SCHEMES) == {s for s, t in TRAITS.items() if t.ideal}
+    assert all(t.acks in ("needs", "uses", "no") for t in TRAITS.values())
+    assert all(set(t.timers) <= set(sampled.TIMER_BITS) for t in TRAITS.values())

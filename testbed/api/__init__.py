@@ -1,4 +1,4 @@
-"""The testbed from Python: build a fabric, run collectives on it, fail and heal links, change schemes on the
+"""Layer 7, the testbed from Python: build a fabric, run collectives on it, fail and heal links, change schemes on the
 fly, sweep, play the ideal fabric, and read every result as the `testbed` command gives it. The command is
 built on this module (it parses and prints; this does the work), so the two cannot drift.
 

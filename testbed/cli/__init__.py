@@ -1,6 +1,10 @@
-"""Layer 6, the `testbed` command: the only layer that prints. Commands by
-group (fabric_cmds, run_cmds, link_cmds), their shared arguments (args), rich
-tables (tables) and figures (plots). May import every layer below it.
+"""Layer 8, the `testbed` command: the only layer that prints. Commands by
+group (fabric_cmds, run_cmds, link_cmds, sweep_cmds, paper_cmds, export_cmds),
+the run options made from their declaration (options), the other shared
+arguments (args), rich tables (tables) and figures (plots, figures, report).
+Each command parses, calls one function of testbed.api (or of testbed.run),
+and prints; it never imports testbed.fabric or testbed.dataplane itself
+(an import-linter contract). testbed.launch (layer 9) is the entry point.
 
 Every argument is checked before any kernel object is touched; a bad one
 gives a one-line error on stderr and exit status 2.

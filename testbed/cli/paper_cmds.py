@@ -1,12 +1,12 @@
 """The paper's figures and claims: `testbed paper FIG` runs a figure's sweeps and draws it as the paper does,
 `testbed paper list` says what each figure runs and how it differs, `testbed paper claims` checks the
-paper's quantitative claims one by one (testbed.run.paper, testbed.run.claims)."""
+paper's quantitative claims one by one. Each parses its command line, calls the run layer once
+(testbed.run.paper.run_figures, testbed.run.claims.check: they build, run and write) and prints and draws what
+came back."""
 
 from __future__ import annotations
 
 import argparse
-import time
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -101,7 +101,7 @@ def paper_list(width: int = 80) -> str:
 
 
 def cmd_paper(a: argparse.Namespace) -> int:
-    from ..run.paper import NAMES, figure_estimate_s, figures
+    from ..run.paper import figures, run_figures
 
     if a.figure == "claims":
         return cmd_claims(a)
@@ -111,45 +111,27 @@ def cmd_paper(a: argparse.Namespace) -> int:
     if a.figure == "list":
         print(paper_list())
         return 0
-    names = list(NAMES) if a.figure == "all" else [a.figure]
-    out = a.out or Path("results") / f"paper-{a.figure}-{a.scale}"
-    figs = figures()
     con = args.console()
-    dirs = {}  # every panel's directory and matrix, checked (and refused if another sweep's) before any run
-    from ..run.runner import check_can_run, run_sweep
-    from ..run.sweep import SweepDir
-
-    for name in names:
-        base = out / name if a.figure == "all" else out
-        for panel, preset in figs[name].matrices(a.scale).items():
-            m = preset.replace(propagation=a.propagation, rate_factor=a.rate_factor or 1.0)
-            dirs[(name, panel)] = SweepDir(base / panel if panel else base, m)
-    total = sum(len(d.matrix.cells()) for d in dirs.values())
-    pending = sum(len(d.pending()) for d in dirs.values())
-    con.print(
-        f"{', '.join(names) if len(names) < 4 else f'{len(names)} figures'}: {total} runs at --scale "
-        f"{a.scale} ({total - pending} done already), about "
-        f"{sum(figure_estimate_s(figs[n], a.scale) for n in names) / 60:.0f} min here"
+    ran = run_figures(
+        a.figure,
+        scale=a.scale,
+        out=a.out,
+        propagation=a.propagation,
+        rate_factor=a.rate_factor,
+        prefix=a.prefix,
+        cluster=a.cluster,
+        wait=a.wait,
+        announce=con.print,
+        progress=_progress,
     )
-    if pending:
-        check_can_run(a.cluster)
-    for (name, panel), d in dirs.items():
-        if not d.pending():
-            continue
-        label = f"{name}{panel}"
-
-        def progress(done: int, n: int, row: dict[str, Any] | None, label: str = label) -> None:
-            if row is not None:
-                args.console(stderr=True).print(f"[{label} {done}/{n}] {describe(row)}")
-
-        run_sweep(d, prefix=a.prefix, cluster=a.cluster, wait=a.wait, progress=progress)
     from .report import render, render_figures
 
-    for d in dirs.values():
+    figs = figures()
+    for d in ran.dirs.values():
         render(d.path, console=con)
-    if a.figure == "all" or len(dirs) > 1:
-        render_figures(out, [(figs[n], panel, d.path) for (n, panel), d in dirs.items()], con)
-    for name in names:
+    if a.figure == "all" or len(ran.dirs) > 1:
+        render_figures(ran.out, [(figs[n], panel, d.path) for (n, panel), d in ran.dirs.items()], con)
+    for name in dict.fromkeys(n for n, _ in ran.dirs):
         for diff in figs[name].differs:
             con.print(f"[yellow]{name} differs from the paper:[/] {diff}")
     return 0
@@ -158,70 +140,45 @@ def cmd_paper(a: argparse.Namespace) -> int:
 def cmd_claims(a: argparse.Namespace) -> int:
     """testbed paper claims: every experiment the chosen claims need (resumable), then each claim's rule;
     claims.json, claims.md and report.html (the claims first) in the output directory."""
-    import platform
     import sys
-    from datetime import datetime
 
-    from ..measure import provenance
     from ..run import claims as cl
-    from ..run.runner import check_can_run, cluster_address
     from .report import render_claims
 
-    selected = cl.select(a.claims)
-    if a.doc is not None:
-        cl.check_doc(a.doc)
-    factor = cl.RATE_FACTOR if a.rate_factor is None else a.rate_factor
-    out = a.out or Path("results") / f"paper-claims-{a.scale}"
-    mats = cl.matrices(a.scale, a.propagation.label, selected, factor)  # cells checked before any build
-    dirs = cl.sweep_dirs(out, mats)  # a directory of another check is refused
-    total = sum(len(m.cells()) for m in mats.values())
-    pending = sum(len(d.pending()) for d in dirs.values())
     con = args.console()
-    con.print(
-        f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {a.scale} "
-        f"({total - pending} done already) into {out}"
-    )
-    if pending and not a.no_run:
-        check_can_run(a.cluster)
-    prov = provenance.describe()
-    meta = {
-        "command": "testbed " + " ".join(sys.argv[1:]),
-        "commit": prov.get("project_commit"),
-        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
-        "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}",
-    }
-
-    def progress(name: str, done: int, n: int, row: dict[str, Any] | None) -> None:
-        if row is not None:
-            args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")
-
-    t0 = time.monotonic()
-    results = cl.run(
-        out,
-        a.scale,
-        selected,
-        a.propagation.label,
-        a.prefix,
-        meta,
-        factor,
-        cluster_address(a.cluster),
-        progress,
-        a.wait,
+    done = cl.check(
+        a.claims,
+        scale=a.scale,
+        propagation=a.propagation.label,
+        out=a.out,
+        rate_factor=a.rate_factor,
+        prefix=a.prefix,
+        cluster=a.cluster,
+        wait=a.wait,
         run_missing=not a.no_run,
+        doc=a.doc,
+        command="testbed " + " ".join(sys.argv[1:]),
+        announce=con.print,
+        progress=_progress,
     )
     from rich.table import Table
 
-    t = Table(title=f"the paper's claims at --scale {a.scale} ({time.monotonic() - t0:.0f} s)")
+    t = Table(title=f"the paper's claims at --scale {a.scale} ({done.seconds:.0f} s)")
     for col in ("claim", "section", "the paper", "here", "verdict"):
         t.add_column(col)
     colour = {"agrees": "green", "disagrees": "red", "not comparable": "yellow", "pending": "blue"}
-    for r in results:
+    for r in done.results:
         here = cl.format_value(r)
         t.add_row(r["id"], r["section"], r["paper"], here, f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]")
     con.print(t)
-    render_claims(out, results, con)
-    con.print(f"claims in {out / 'claims.json'} and {out / 'claims.md'}")
+    render_claims(done.out, done.results, con)
+    con.print(f"claims in {done.out / 'claims.json'} and {done.out / 'claims.md'}")
     if a.doc is not None:
-        cl.splice_doc(a.doc, (out / "claims.md").read_text())
         con.print(f"claims.md put into {a.doc}")
     return 0
+
+
+def _progress(name: str, done: int, n: int, row: dict[str, Any] | None) -> None:
+    """A sweep's progress line on stderr: the experiment or figure panel, runs done of all, the last run."""
+    if row is not None:
+        args.console(stderr=True).print(f"[{name} {done}/{n}] {describe(row)}")

@@ -266,7 +266,7 @@ def render_claims(path: Path, results: list[dict[str, Any]], console: Console) -
             f"</td></tr>"
         )
     sections = ""
-    for name in dict.fromkeys(r["experiment"] for r in results if r["experiment"]):
+    for name in dict.fromkeys(n for r in results for n in r["experiments"]):
         d = Path(path) / "experiments" / str(name)
         try:
             sw = load(d)

@@ -1,0 +1,232 @@
+"""The claims check run: every experiment the chosen claims read (resumable sweeps, here or on a cluster:
+testbed.run.runner), then each claim's rule on the valid runs, then claims.json and claims.md (`check` is
+`testbed paper claims`)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ...measure.claim_rules import Data, Outcome, no_data
+from ...measure.results import write_json
+from ..runner import check_can_run, run_sweep
+from ..sweep import Matrix, SweepDir
+from .catalogue import RATE_FACTOR, Claim, matrices, select
+from .document import check_doc, splice_doc, write
+
+# an experiment's progress: (its name, runs done, runs in all, the last run's row)
+Progress = Callable[[str, int, int, dict[str, Any] | None], None]
+WALL = "wall.json"  # the wall time so far, rewritten after every run: an interrupted invocation keeps its time
+
+
+def evaluate(selected: list[Claim], data: Data, incomplete: dict[str, str] | None = None) -> list[dict[str, Any]]:
+    """Each claim's rule on `data`; a claim reading an experiment named in `incomplete` (its runs not all done,
+    and none run: `--no-run`) is not judged on part of its runs: it reads "no data" and says what is missing."""
+    return [_result(c, _outcome(c, data, incomplete or {})) for c in selected]
+
+
+def _outcome(c: Claim, data: Data, incomplete: dict[str, str]) -> Outcome:
+    missing = [f"{n} ({incomplete[n]})" for n in c.experiments if n in incomplete]
+    if c.check is None:
+        return Outcome("pending", None, None, "", "", f"needs {c.needs}")
+    if missing:
+        return Outcome("no data", None, None, "", "", "not run to the end: " + ", ".join(missing))
+    try:
+        return c.check(data)
+    except KeyError as e:  # a column the experiment's rows do not have (a partial sweep)
+        return no_data(f"{c.experiment} ({e})")
+
+
+def _result(c: Claim, o: Outcome) -> dict[str, Any]:
+    """A claim's entry of claims.json."""
+    return {
+        "id": c.cid,
+        "section": c.section,
+        "statement": c.statement,
+        "paper": c.paper,
+        "experiment": c.experiment,
+        "experiments": list(c.experiments),
+        "rule": c.rule,
+        "verdict": o.verdict,
+        "value": o.value,
+        "sem": o.sem,
+        "unit": o.unit,
+        "detail": o.detail,
+        "notes": o.notes,
+    }
+
+
+def load_rows(out_dir: Path, names: list[str]) -> dict[str, pd.DataFrame]:
+    rows = {}
+    for n in names:
+        table = out_dir / "experiments" / n / "results.parquet"
+        if table.exists():
+            rows[n] = pd.read_parquet(table)
+    return rows
+
+
+def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
+    """Each experiment's sweep directory (a directory holding another matrix is refused: testbed.run.sweep)."""
+    return {n: SweepDir(out_dir / "experiments" / n, m) for n, m in mats.items()}
+
+
+def run(
+    out_dir: Path,
+    dirs: dict[str, SweepDir],
+    selected: list[Claim],
+    *,
+    scale: str,
+    propagation: str,
+    rate_factor: float,
+    meta: dict[str, Any],
+    prefix: str = "tbs",
+    cluster: str | None = None,
+    wait: bool = False,
+    progress: Progress | None = None,
+    run_missing: bool = True,
+) -> list[dict[str, Any]]:
+    """Every experiment's sweep in `dirs` (what is done already is kept: resumable; with `run_missing` False
+    none is run and a claim whose experiment is unfinished reads "no data"), then every rule; writes
+    claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
+    experiments' matrices) and returns
+    the claims' results. The wall time adds up over invocations, an interrupted one's included up to its last
+    finished run."""
+    previous = _previous_wall_s(out_dir)
+    t0 = time.monotonic()
+    unfinished = {  # read only with run_missing False: what each unfinished experiment has
+        n: f"{len(d.matrix.cells()) - len(d.pending())} of {len(d.matrix.cells())} runs"
+        for n, d in dirs.items()
+        if not run_missing and d.pending()
+    }
+    for name, d in dirs.items():
+
+        def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
+            _record_wall_s(out_dir, previous + time.monotonic() - t0)
+            if progress is not None:
+                progress(name, done, total, row)
+
+        if run_missing and d.pending():
+            run_sweep(d, prefix=prefix, cluster=cluster, wait=wait, progress=each)
+    results = evaluate(selected, Data(scale, load_rows(out_dir, list(dirs))), unfinished)
+    wall_s = previous + time.monotonic() - t0
+    _record_wall_s(out_dir, wall_s)
+    experiments = {n: d.matrix.to_json() for n, d in dirs.items()}
+    write(
+        out_dir,
+        results,
+        {
+            **meta,
+            "scale": scale,
+            "propagation": propagation,
+            "rate_factor": rate_factor,
+            "wall_s": wall_s,
+            "experiments": experiments,
+        },
+    )
+    return results
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What `check` did: its directory, every chosen claim's result and this invocation's seconds."""
+
+    out: Path
+    results: list[dict[str, Any]]
+    seconds: float
+
+
+def default_out(scale: str) -> Path:
+    return Path("results") / f"paper-claims-{scale}"
+
+
+def check(
+    names: str | None = None,
+    *,
+    scale: str = "quick",
+    propagation: str = "paper",
+    out: Path | None = None,
+    rate_factor: float | None = None,
+    prefix: str = "tbs",
+    cluster: str | None = None,
+    wait: bool = False,
+    run_missing: bool = True,
+    doc: Path | None = None,
+    command: str = "testbed paper claims",
+    announce: Callable[[str], None] = lambda line: None,
+    progress: Progress | None = None,
+) -> Checked:
+    """`testbed paper claims`: the claims `names` (comma-separated ids; every one by default) checked at
+    `scale` into `out`: each experiment they read run here or on `cluster` (resumable; none with `run_missing`
+    False), then each rule; claims.json and claims.md written, and claims.md put into the page `doc` (checked
+    before any run). Every matrix and directory is checked, and `announce` told what will run, before the first
+    build; `rate_factor` None is the claims' RATE_FACTOR."""
+    selected = select(names)
+    if doc is not None:
+        check_doc(doc)
+    factor = RATE_FACTOR if rate_factor is None else rate_factor
+    out = out or default_out(scale)
+    mats = matrices(scale, propagation, selected, factor)  # cells checked before any build
+    dirs = sweep_dirs(out, mats)  # a directory of another check is refused
+    total = sum(len(m.cells()) for m in mats.values())
+    pending = sum(len(d.pending()) for d in dirs.values())
+    announce(
+        f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {scale} "
+        f"({total - pending} done already) into {out}"
+    )
+    if pending and run_missing:
+        check_can_run(cluster)
+    t0 = time.monotonic()
+    results = run(
+        out,
+        dirs,
+        selected,
+        scale=scale,
+        propagation=propagation,
+        rate_factor=factor,
+        meta=_provenance(command),
+        prefix=prefix,
+        cluster=cluster,
+        wait=wait,
+        progress=progress,
+        run_missing=run_missing,
+    )
+    if doc is not None:
+        splice_doc(doc, (out / "claims.md").read_text())
+    return Checked(out, results, time.monotonic() - t0)
+
+
+def _provenance(command: str) -> dict[str, Any]:
+    """claims.json's first fields: the command, the commit, the day and the machine."""
+    import platform
+    from datetime import UTC, datetime
+
+    from ...measure import provenance
+
+    prov = provenance.describe()
+    return {
+        "command": command,
+        "commit": prov.get("project_commit"),
+        "date": datetime.now(UTC).strftime("%Y-%m-%d"),
+        "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}",
+    }
+
+
+def _previous_wall_s(out_dir: Path) -> float:
+    """The wall time of earlier invocations on this directory (a resumed check adds to it)."""
+    for name in (WALL, "claims.json"):
+        try:
+            return float(json.loads((out_dir / name).read_text()).get("wall_s", 0.0))
+        except (FileNotFoundError, ValueError):
+            continue
+    return 0.0
+
+
+def _record_wall_s(out_dir: Path, wall_s: float) -> None:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_json(out_dir / WALL, {"wall_s": wall_s})

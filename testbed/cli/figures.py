@@ -92,6 +92,11 @@ def _fixed(rows: pd.DataFrame, keep: str) -> pd.DataFrame:
     return d
 
 
+CCT = ("cct_increase", "CCT increase over the lower bound (%)", 100.0)
+QUEUE = ("max_queue_pkts", "largest switch queue (packets)", 1.0)
+UTIL = ("utilisation", "utilisation (% of line rate)", 100.0)
+
+
 def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     """Every figure this sweep supports, drawn into out_dir: (caption, path). A sweep of one of the paper's
     figures (its matrix's `figure`) gets that figure as the paper draws it first (testbed.cli.paper_figures)."""
@@ -100,117 +105,149 @@ def figures(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     out_dir.mkdir(parents=True, exist_ok=True)
     rows = sw.rows
     figs: list[tuple[str, Path]] = draw(sw, out_dir)
-    cct = ("cct_increase", "CCT increase over the lower bound (%)", 100.0)
-    queue = ("max_queue_pkts", "largest switch queue (packets)", 1.0)
-    util = ("utilisation", "utilisation (% of line rate)", 100.0)
-    if rows["load"].nunique() > 1:
-        s = summarise(_fixed(rows, "load"))
-        figs.append(
-            (
-                "Fig. 1: utilisation, largest queue and CCT increase against the offered load",
-                _line_panels(
-                    s,
-                    "load",
-                    [util, queue, cct],
-                    "offered load (fraction of line rate)",
-                    "against load",
-                    out_dir / "fig1-load.png",
-                ),
-            )
-        )
-    if rows["size_bytes"].nunique() > 1:
-        d = _fixed(rows, "size_bytes")
-        s = summarise(d)
-        fits = {(g.scheme, g.metric): g for g in growths(d)}
-
-        def exponent_of(metric: str) -> Callable[[str], str]:
-            def label(scheme: str) -> str:
-                g = fits.get((scheme, metric))
-                return f" (x^{g.exponent:.2f})" if g else ""
-
-            return label
-
-        for metric, name in ((queue, "queue"), (cct, "cct")):
-            figs.append(
-                (
-                    f"Fig. 4: {metric[1]} against the message size, log-log, with the fitted growth exponent",
-                    _line_panels(
-                        s,
-                        "size_bytes",
-                        [metric],
-                        "message size per flow (KB)",
-                        "against message size",
-                        out_dir / f"fig4-{name}.png",
-                        log=True,
-                        xfmt=lambda v: v / 1024,
-                        legend_extra=exponent_of(metric[0]),
-                    ),
-                )
-            )
-    if rows["k"].nunique() > 1:
-        s = summarise(_fixed(rows, "k"))
-        s["hosts"] = [k**3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"], strict=False)]
-        figs.append(
-            (
-                "Fig. 5: CCT increase against the network size",
-                _line_panels(s, "hosts", [cct], "hosts", "against network size", out_dir / "fig5-hosts.png"),
-            )
-        )
-    if rows["cell_payload"].nunique() > 1:
-        s = summarise(_fixed(rows, "cell_payload"))
-        figs.append(
-            (
-                "Fig. 8: CCT increase against the packet size",
-                _line_panels(
-                    s,
-                    "cell_payload",
-                    [cct],
-                    "payload per packet (bytes)",
-                    "against packet size",
-                    out_dir / "fig8-packet.png",
-                ),
-            )
-        )
-    if rows["cell_failure"].nunique() > 1:
-        d = _fixed(rows, "cell_failure")
-        s = summarise(d, ("cct_increase_fault_free", "cct_increase", "max_queue_pkts", "utilisation"))
-        figs.append(
-            (
-                "Fig. 9: CCT increase over the fault-free bound against the link failure probability",
-                _line_panels(
-                    s,
-                    "cell_failure",
-                    [("cct_increase_fault_free", "CCT increase over the fault-free bound (%)", 100.0)],
-                    "probability of each switch link failing",
-                    "against link failures",
-                    out_dir / "fig9-failures.png",
-                ),
-            )
-        )
-    if "cell_cc" in rows and (rows["cell_cc"] != "none").any():
-        ccs = [c for c in dict.fromkeys(rows["cell_cc"]) if c != "none"]
-        several = rows["size_bytes"].nunique() > 1
-        figs.append(
-            (
-                ("Fig. 14: CCT increase per scheme and message size" if several else "Fig. 12: CCT increase per scheme")
-                + " under "
-                + ", ".join(ccs),
-                _cc_figure(rows[rows["cell_cc"] != "none"], ccs, out_dir / "fig12-cc.png"),
-            )
-        )
-    pipes = _pipe_sizes(_schemes(rows))
-    if len(pipes) > 1:
-        figs.append(
-            (
-                "Fig. 6: CCT increase against the pipe size (pOfan)",
-                _pipe_figure(rows, pipes, out_dir / "fig6-pipes.png"),
-            )
-        )
+    for against in (_load, _message_size, _network_size, _packet_size, _failures, _congestion_control, _pipe_size):
+        figs += against(rows, out_dir)
     figs.append(("Fig. 3: worst link overload per stage", _overload_figure(rows, out_dir / "fig3-overload.png")))
     q = _queue_series(sw, out_dir / "queues-worst.png")
     if q is not None:
         figs.append(("Queues of the worst ports over time (the run with the largest queue of each scheme)", q))
     return figs
+
+
+def _load(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 1, if the sweep varies the load."""
+    if rows["load"].nunique() < 2:
+        return []
+    s = summarise(_fixed(rows, "load"))
+    return [
+        (
+            "Fig. 1: utilisation, largest queue and CCT increase against the offered load",
+            _line_panels(
+                s,
+                "load",
+                [UTIL, QUEUE, CCT],
+                "offered load (fraction of line rate)",
+                "against load",
+                out_dir / "fig1-load.png",
+            ),
+        )
+    ]
+
+
+def _message_size(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 4's two, the largest queue and the CCT increase, if the sweep varies the message size: log-log, each
+    scheme's fitted growth exponent in its legend."""
+    if rows["size_bytes"].nunique() < 2:
+        return []
+    d = _fixed(rows, "size_bytes")
+    s = summarise(d)
+    fits = {(g.scheme, g.metric): g for g in growths(d)}
+
+    def exponent_of(metric: str) -> Callable[[str], str]:
+        def label(scheme: str) -> str:
+            g = fits.get((scheme, metric))
+            return f" (x^{g.exponent:.2f})" if g else ""
+
+        return label
+
+    return [
+        (
+            f"Fig. 4: {metric[1]} against the message size, log-log, with the fitted growth exponent",
+            _line_panels(
+                s,
+                "size_bytes",
+                [metric],
+                "message size per flow (KB)",
+                "against message size",
+                out_dir / f"fig4-{name}.png",
+                log=True,
+                xfmt=lambda v: v / 1024,
+                legend_extra=exponent_of(metric[0]),
+            ),
+        )
+        for metric, name in ((QUEUE, "queue"), (CCT, "cct"))
+    ]
+
+
+def _network_size(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 5, if the sweep varies the fabric's size: against its hosts."""
+    if rows["k"].nunique() < 2:
+        return []
+    s = summarise(_fixed(rows, "k"))
+    s["hosts"] = [k**3 / 4 if r == "fattree" else k * k / 2 for k, r in zip(s["k"], s["topology"], strict=False)]
+    return [
+        (
+            "Fig. 5: CCT increase against the network size",
+            _line_panels(s, "hosts", [CCT], "hosts", "against network size", out_dir / "fig5-hosts.png"),
+        )
+    ]
+
+
+def _packet_size(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 8, if the sweep varies the payload per packet."""
+    if rows["cell_payload"].nunique() < 2:
+        return []
+    s = summarise(_fixed(rows, "cell_payload"))
+    return [
+        (
+            "Fig. 8: CCT increase against the packet size",
+            _line_panels(
+                s,
+                "cell_payload",
+                [CCT],
+                "payload per packet (bytes)",
+                "against packet size",
+                out_dir / "fig8-packet.png",
+            ),
+        )
+    ]
+
+
+def _failures(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 9, if the sweep varies the link failure probability: the increase over the fault-free bound."""
+    if rows["cell_failure"].nunique() < 2:
+        return []
+    d = _fixed(rows, "cell_failure")
+    s = summarise(d, ("cct_increase_fault_free", "cct_increase", "max_queue_pkts", "utilisation"))
+    return [
+        (
+            "Fig. 9: CCT increase over the fault-free bound against the link failure probability",
+            _line_panels(
+                s,
+                "cell_failure",
+                [("cct_increase_fault_free", "CCT increase over the fault-free bound (%)", 100.0)],
+                "probability of each switch link failing",
+                "against link failures",
+                out_dir / "fig9-failures.png",
+            ),
+        )
+    ]
+
+
+def _congestion_control(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 12 (or 14, with several message sizes), if a run has a congestion control: a panel per CCA."""
+    if "cell_cc" not in rows or not (rows["cell_cc"] != "none").any():
+        return []
+    ccs = [c for c in dict.fromkeys(rows["cell_cc"]) if c != "none"]
+    several = rows["size_bytes"].nunique() > 1
+    return [
+        (
+            ("Fig. 14: CCT increase per scheme and message size" if several else "Fig. 12: CCT increase per scheme")
+            + " under "
+            + ", ".join(ccs),
+            _cc_figure(rows[rows["cell_cc"] != "none"], ccs, out_dir / "fig12-cc.png"),
+        )
+    ]
+
+
+def _pipe_size(rows: pd.DataFrame, out_dir: Path) -> list[tuple[str, Path]]:
+    """Fig. 6, if the sweep has pOfan at several pipe sizes."""
+    pipes = _pipe_sizes(_schemes(rows))
+    if len(pipes) < 2:
+        return []
+    return [
+        ("Fig. 6: CCT increase against the pipe size (pOfan)", _pipe_figure(rows, pipes, out_dir / "fig6-pipes.png"))
+    ]
 
 
 def _pipe_sizes(labels: list[str]) -> dict[str, int]:

@@ -173,6 +173,7 @@ def fig11(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
 
 def _grouped(
     s: pd.DataFrame,
+    *,
     group: str,
     names: dict[Any, str],
     metrics: tuple[tuple[str, str, float, bool], ...],
@@ -216,12 +217,15 @@ def fig13(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     names = {w: "with EPLB" if str(w).endswith("eplb") else "without EPLB" for w in s["workload"]}
     return _grouped(
         s,
-        "workload",
-        names,
-        (("cct_increase", CCT_LABEL, 100.0, False), ("max_queue_pkts", "largest switch queue (packets)", 1.0, True)),
-        "Fig. 13: MoE dispatch, without and with EPLB, per CCA",
-        "fig13",
-        out_dir,
+        group="workload",
+        names=names,
+        metrics=(
+            ("cct_increase", CCT_LABEL, 100.0, False),
+            ("max_queue_pkts", "largest switch queue (packets)", 1.0, True),
+        ),
+        title="Fig. 13: MoE dispatch, without and with EPLB, per CCA",
+        stem="fig13",
+        out_dir=out_dir,
     )
 
 
@@ -234,16 +238,16 @@ def fig14(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     s = summarise(sw.rows)
     return _grouped(
         s,
-        "size_bytes",
-        FSDP_MODELS,
-        (
+        group="size_bytes",
+        names=FSDP_MODELS,
+        metrics=(
             ("cct_increase", CCT_LABEL, 100.0, True),
             ("utilisation", "utilisation (%)", 100.0, False),
             ("max_queue_pkts", "largest switch queue (packets)", 1.0, False),
         ),
-        "Fig. 14: FSDP2's backward pass per model and CCA",
-        "fig14",
-        out_dir,
+        title="Fig. 14: FSDP2's backward pass per model and CCA",
+        stem="fig14",
+        out_dir=out_dir,
     )
 
 

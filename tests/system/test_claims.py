@@ -41,6 +41,7 @@ def test_claims_of_one_experiment(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr[-2000:]
     j = json.loads((out / "claims.json").read_text())
     assert [c["id"] for c in j["claims"]] == ["C1", "C2", "C10", "C26", "C27"]
+    assert [c["experiments"] for c in j["claims"]] == [["fig1"], ["fig1"], [], [], []]  # what each rule reads
     assert j["scale"] == "quick" and j["propagation"] == "paper" and j["wall_s"] > 0
     for c in j["claims"]:
         assert c["verdict"] in ("agrees", "disagrees", "not comparable", "no data"), c

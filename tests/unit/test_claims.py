@@ -7,8 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -17,6 +21,7 @@ from testbed.measure.claim_rules import VERDICTS, Data
 from testbed.run import claims as cl
 from testbed.run.claims import execution
 from testbed.run.params import RunError
+from testbed.run.sweep import SweepDir
 from testbed.topology.timebase import PAPER
 
 from .test_claim_rules import data, row
@@ -164,6 +169,59 @@ def test_check_without_runs_judges_what_is_there(tmp_path: Path) -> None:
     assert (j["scale"], j["propagation"], j["rate_factor"]) == ("quick", "paper", cl.RATE_FACTOR)
     assert list(j["experiments"]) == ["fig1"] and j["command"] == "testbed paper claims"
     assert cl.DOC_BEGIN in doc.read_text() and "| C10 |" in doc.read_text()
+
+
+def test_check_runs_each_experiment_through_the_runner(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The experiments the claims read, each once and in order, run through testbed.run.runner with the
+    command's prefix, cluster and wait, their progress named by experiment; the wall time recorded as they go."""
+    calls: list[tuple[Any, ...]] = []
+    seen: list[tuple[str, int, int]] = []
+
+    def run_sweep(d: SweepDir, **kw: Any) -> None:
+        kw["progress"](1, 2, None)
+        calls.append((d.path.name, kw["prefix"], kw["cluster"], kw["wait"]))
+
+    monkeypatch.setattr(execution, "check_can_run", lambda cluster: calls.append(("can run", cluster)))
+    monkeypatch.setattr(execution, "run_sweep", run_sweep)
+    done = cl.check(
+        "C11,C9,C1",
+        out=tmp_path,
+        prefix="tcx",
+        cluster="ray",
+        wait=True,
+        progress=lambda name, d, n, row: seen.append((name, d, n)),
+    )
+    assert calls == [
+        ("can run", "ray"),
+        ("fig17", "tcx", "ray", True),
+        ("fig3", "tcx", "ray", True),
+        ("fig6", "tcx", "ray", True),
+        ("fig1", "tcx", "ray", True),
+    ]
+    assert seen == [("fig17", 1, 2), ("fig3", 1, 2), ("fig6", 1, 2), ("fig1", 1, 2)]
+    assert [r["id"] for r in done.results] == ["C11", "C9", "C1"] and done.out == tmp_path
+    assert json.loads((tmp_path / execution.WALL).read_text())["wall_s"] >= 0
+
+
+def test_paper_claims_without_runs_from_the_command_line(tmp_path: Path) -> None:
+    """`testbed paper claims --no-run --out DIR --doc PAGE` on a directory with no run: exit 0, the table, the
+    documents, the page spliced, report.html; nothing built."""
+    page = tmp_path / "page.md"
+    argv = ("paper", "claims", "--no-run", "--claims", "C1,C9,C10", "--out", str(tmp_path / "out"), "--doc", str(page))
+    r = subprocess.run(
+        [sys.executable, "-m", "testbed.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    assert r.returncode == 0, r.stderr
+    assert "3 claims, 4 experiments, 70 runs at --scale quick (0 done already)" in r.stdout
+    assert f"claims.md put into {page}" in r.stdout
+    j = json.loads((tmp_path / "out" / "claims.json").read_text())
+    assert [(c["id"], c["verdict"]) for c in j["claims"]] == [("C1", "no data"), ("C9", "no data"), ("C10", "agrees")]
+    assert (tmp_path / "out" / "report.html").exists() and "| C9 | App. F.4 |" in page.read_text()
 
 
 def test_wall_time_adds_up_over_invocations_an_interrupted_one_included(tmp_path: Path) -> None:

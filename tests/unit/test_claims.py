@@ -50,6 +50,7 @@ def test_every_claim_has_a_rule_or_says_what_it_needs() -> None:
         assert (c.check is None) == bool(c.needs), c.cid
         assert all(n in cl.experiments() for n in c.experiments), c.cid
     assert sum(1 for c in every if c.check is not None) >= 15
+    assert set(cl.needed(every)) == set(cl.experiments())  # every experiment is read by some claim
     for scale in cl.SCALES:  # every experiment's matrix checks its cells when built
         mats = cl.matrices(scale, "paper", every)
         assert set(mats) == set(cl.needed(every)) and all(m.values("propagation") == (PAPER,) for m in mats.values())

@@ -38,6 +38,8 @@ class Experiment:
 
 @dataclass(frozen=True, kw_only=True)
 class Claim:
+    """One of the paper's claims and how it is checked here (made by keyword: its texts are long)."""
+
     cid: str
     section: str
     statement: str  # the paper's claim, in our words

@@ -3,11 +3,11 @@ reports (`Result`: the fields of `testbed run --json`, in that order)."""
 
 from __future__ import annotations
 
-import re
 import resource
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from traffic import faults
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
 from traffic.transport import CC_BUFFER_BYTES, CCAS, DEFAULT_BASE_RTT_PKTS, Transport
 from traffic.workloads import ORDERS, WORKLOADS, Flow, WorkloadError, WorkloadSpec, make_spec
@@ -40,9 +40,6 @@ from .options import (
     positive_int,
 )
 
-INJECT = re.compile(
-    r"late:\d+:\d+|stall:\d+:\d+:\d+|wake:\d+|nic-burst|ackstall:\d+:\d+|ackring:\d+|deadline:\d+|nic-slow:\d+:\d+(\.\d+)?"
-)
 BUFFER_REF_BYTES = 800 * 1024  # the paper's per-port buffer (section 6): ECN thresholds in percent refer to it
 
 
@@ -310,10 +307,10 @@ class RunParams:
             raise RunError(f"fan-in must be >= 1, got {self.fan_in}")
         if self.pipe_size < 0:
             raise RunError(f"pipe size must be >= 1 (or per-CPU), got {self.pipe_size}")
-        if self.inject is not None and not INJECT.fullmatch(self.inject):
-            raise RunError(
-                f"unknown fault {self.inject!r} (late:G:US, stall:G:N:US, wake:US, nic-burst, nic-slow:H:PCT, ackstall:N:US, ackring:N or deadline:MS)"
-            )
+        try:
+            fault = faults.parse(self.inject) if self.inject is not None else None  # traffic/faults.py
+        except faults.FaultError as e:
+            raise RunError(str(e)) from None
         if not 1 <= self.payload <= 65000:
             raise RunError(f"payload must be in [1, 65000] bytes, got {self.payload}")
         if self.buffer_ref <= 0:
@@ -331,8 +328,8 @@ class RunParams:
             raise RunError(f"--buffer must hold at least two frames, got {self.buffer} bytes")
         if self.cc != "none" and not self.acks:
             object.__setattr__(self, "acks", True)  # a congestion controller is clocked by its ACKs
-        if self.inject is not None and self.inject.startswith(("ackstall:", "ackring:")) and self.cc == "none":
-            raise RunError(f"{self.inject.split(':')[0]} faults the transport's ACK thread: give --cc too")
+        if isinstance(fault, faults.TRANSPORT_KINDS) and self.cc == "none":
+            raise RunError(f"{fault.KEYWORD} faults the transport's ACK thread: give --cc too")
         if self.scheme is not None and self.scheme.needs_acks and not self.acks:
             object.__setattr__(self, "acks", True)  # the scheme needs them (testbed.models.schemes)
         self.sampled()  # validates the intervals

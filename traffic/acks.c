@@ -5,7 +5,7 @@
  * into delay classes, initialises every flow's transport state and the
  * chains, allocates the window trace), starts run_acks() once the sender
  * threads are ready (n_transport set), and calls transport_report() after
- * every thread ended (the LATENESS line, the window trace file). run_acks()
+ * every thread ended (the LATENESS line, protocol.h; the window trace file). run_acks()
  * is the one ACK thread: it reads the ring (on_event(), which also records
  * the arrivals chained flows wait for: chain_arrival()), acts on each ACK its
  * flow's base RTT after it reached the sender's NIC (act_on(): tp_ack() under
@@ -38,7 +38,7 @@ struct pending {
         uint32_t flow, psn, rtt_ns, ecn;
     } ev;
 };
-/* ACK events held per delay class until due; a fault "ackring=N" makes it N (its overflow is counted) */
+/* ACK events held per delay class until due; the fault ackring (ack_ring=N) makes it N (its overflow is counted) */
 uint64_t pending_cap = 1u << 18;
 #define PENDING_CAP pending_cap
 #define DELAY_CLASSES 8
@@ -307,8 +307,9 @@ void transport_report(void)
     uint64_t na, ns;
     uint64_t a50 = late_quantile(ack_late, 0.5, &na), a99 = late_quantile(ack_late, 0.99, &na);
     uint64_t s50 = late_quantile(send_late, 0.5, &ns), s99 = late_quantile(send_late, 0.99, &ns);
-    printf("LATENESS %lu %lu %lu %lu %lu %lu %lu %lu %lu %lu\n", na, a50, a99, ack_late_max, ns, s50, s99,
-           send_late_max, ring_overflow, (unsigned long)trace_n);
+    printf("LATENESS");
+    SENDER_LATENESS(SENDER_PRINT_FIELD)
+    printf("\n");
     if (trace && tcfg.trace[0]) {
         FILE *t = fopen(tcfg.trace, "wb");
         if (!t || fwrite(trace, sizeof(*trace), trace_n, t) != trace_n)

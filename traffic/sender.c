@@ -19,34 +19,39 @@
  *         + payload bytes + 4-byte ICRC trailer; IP ECN field ECT(0), UDP
  *         checksum 0, as RoCEv2 NICs send them.
  *
- * stdin, one flow per line:  NSPATH FID SRC_IP SRC_PORT DST_IP SIZE_BYTES PAYLOAD [START_NS [DUPTHRESH BASE_RTT_NS
- *                            [AFTER_FID AFTER_NS]]]
- * (START_NS: the flow starts that long after the first packets; default 0; the rest: transport runs. A chained
- * flow (AFTER_FID > 0) starts AFTER_NS after the kernel saw the ACK that completed flow AFTER_FID's arrival: a
+ * Protocol (protocol.h defines every field, traffic/sender.py reads the same lists):
+ * argv: DEADLINE_S SNDBUF_BYTES [NAME=VALUE ...], the options of SENDER_OPTIONS.
+ * stdin: one line per flow, NAME=VALUE for every field of SENDER_FLOW (START_NS: the flow starts that long
+ * after the first packets; DUPTHRESH, BASE_RTT_NS, AFTER_FID, AFTER_NS: transport runs, 0 otherwise). A chained
+ * flow (after_fid > 0) starts after_ns after the kernel saw the ACK that completed flow after_fid's arrival: a
  * ring step that needs its input, which arrived then plus its path's propagation. The flows a chain waits for
- * must be listed before the flows that wait for them.)
- * argv: deadline_s sndbuf_bytes [fault] [KEY=VALUE ...]
- * With cc=dctcp|swift|nscc (and the constants of traffic/transport.py as KEY=VALUE) it is a transport run:
+ * must be listed before the flows that wait for them. A malformed line is an error (exit 2, one line on stderr
+ * naming it), before anything is sent.
+ * With cc=dctcp|swift|nscc (and the constants of traffic/transport.py as options) it is a transport run:
  * each flow window-limited and ACK-clocked (transport.h, cca.h), the ACKs read from the kernel's ring
  * (ring=PATH, ringbuf.h) by one ACK thread that acts on each its flow's base RTT after it reached the NIC;
  * after the flow lines, one line "LATENESS ..." and the window trace written to trace=PATH. With reps=PATH
  * (the pinned REPS state, reps_entries=N of them) a retransmission timeout freezes the flow's REPS
  * connection for reps_freeze_ns (ebpf/include/host_lb.h).
- * fault (for the tests of the fidelity verdict only): "late:G:US" starts the
- * sender thread of the G-th source namespace US microseconds after the
- * others; "stall:G:N:US" makes it sleep US microseconds after its N-th packet; "wake:US" makes every
- * sender thread sleep US microseconds after the release (a slow wake-up, which prefill() covers).
- * stdout after the run, one line per flow: FID PACKETS BYTES ERRORS NOROUTE
- * (NOROUTE is 1 when the source host had no route to the destination, its
- * NIC or its only link being down: such a flow sends nothing).
- * Exit status 0 unless setup failed (message on stderr).
+ * Faults (for the tests of the fidelity verdict only; traffic/faults.py parses their text): fault=late starts the
+ * sender thread of the fault_group-th source namespace fault_us microseconds after the others; fault=stall
+ * makes it sleep fault_us microseconds after its fault_after-th packet; fault=wake makes every sender thread
+ * sleep fault_us microseconds after the release (a slow wake-up, which prefill() covers); ack_stall_after and
+ * ack_stall_us make the ACK thread sleep, ack_ring caps the ACK events it holds.
+ * stdout after the run, one line per flow: "FLOW" and SENDER_SENT's fields (NOROUTE is 1 when the source host
+ * had no route to the destination, its NIC or its only link being down: such a flow sends nothing), with
+ * SENDER_SENT_TRANSPORT's in a transport run.
+ * Exit status 0 unless an argument or input line was bad (2) or setup failed (1; message on stderr).
  *
  * Parts (sender.h lists them): this file holds main(); start.c the start,
  * paced.c the sender threads and the packets, window.c and acks.c the
  * transport, lateness.c its histograms and trace, clock.c the clocks.
  */
 #define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,95 +75,219 @@ volatile int setup_failed;
 struct fault fault = {.group = -1};
 struct transport_config tcfg;
 
+/* The protocol's fields (protocol.h) as the parser sees them: a name, a type, where the value goes (an option's
+ * variable, or the offset of a flow's member) and its size. */
+enum { T_STR, T_U32, T_U64, T_INT, T_F64, T_CC, T_FAULT };
+#define SIZE_STR 0 /* any: the array's */
+#define SIZE_U32 sizeof(uint32_t)
+#define SIZE_U64 sizeof(uint64_t)
+#define SIZE_INT sizeof(int)
+#define SIZE_F64 sizeof(double)
+#define SIZE_CC sizeof(int)
+#define SIZE_FAULT sizeof(char)
+
+struct field {
+    const char *name;
+    int type;
+    void *at;   /* an option's variable */
+    size_t off; /* a flow field's offset in struct flow */
+    size_t size;
+};
+
+#define OPTION(name, type, var) {#name, T_##type, &(var), 0, sizeof(var)},
+static const struct field options[] = {SENDER_OPTIONS(OPTION)};
+#define FLOW_FIELD(name, type, member) \
+    {#name, T_##type, NULL, offsetof(struct flow, member), sizeof(((struct flow *)0)->member)},
+static const struct field flow_fields[] = {SENDER_FLOW(FLOW_FIELD)};
+#define N_OPTIONS (sizeof(options) / sizeof(options[0]))
+#define N_FLOW_FIELDS (sizeof(flow_fields) / sizeof(flow_fields[0]))
+
+/* every field has its type's size (an array of any size for STR) */
+#define CHECK_OPTION(name, type, var) \
+    _Static_assert(SIZE_##type == 0 || sizeof(var) == SIZE_##type, "option " #name " is not a " #type);
+SENDER_OPTIONS(CHECK_OPTION)
+#define CHECK_FLOW_FIELD(name, type, member)                                                                 \
+    _Static_assert(SIZE_##type == 0 || sizeof(((struct flow *)0)->member) == SIZE_##type, "flow field " #name \
+                                                                                         " is not a " #type);
+SENDER_FLOW(CHECK_FLOW_FIELD)
+_Static_assert(N_FLOW_FIELDS <= 64 && N_OPTIONS <= 64, "the fields fit a mask of the ones seen");
+
+/* Text `v` as a value of `type` into `at` (`size` bytes): 0, or -1 when it is not one. */
+static int put_value(int type, void *at, size_t size, const char *v)
+{
+    char *end;
+    errno = 0;
+    switch (type) {
+    case T_STR: {
+        size_t n = strlen(v);
+        if (n == 0 || n >= size)
+            return -1;
+        memcpy(at, v, n + 1);
+        return 0;
+    }
+    case T_U32:
+    case T_U64: {
+        if (*v < '0' || *v > '9')
+            return -1;
+        unsigned long long x = strtoull(v, &end, 10);
+        if (*end || errno || (type == T_U32 && x > UINT32_MAX))
+            return -1;
+        if (type == T_U32) {
+            uint32_t y = (uint32_t)x;
+            memcpy(at, &y, sizeof(y));
+        } else {
+            uint64_t y = x;
+            memcpy(at, &y, sizeof(y));
+        }
+        return 0;
+    }
+    case T_INT: {
+        long x = strtol(v, &end, 10);
+        if (end == v || *end || errno || x < INT_MIN || x > INT_MAX)
+            return -1;
+        int y = (int)x;
+        memcpy(at, &y, sizeof(y));
+        return 0;
+    }
+    case T_F64: {
+        double x = strtod(v, &end);
+        if (end == v || *end)
+            return -1;
+        memcpy(at, &x, sizeof(x));
+        return 0;
+    }
+    case T_CC: {
+#define CC_NAMED(name, kind)        \
+    if (strcmp(v, #name) == 0) {    \
+        int y = kind;               \
+        memcpy(at, &y, sizeof(y));  \
+        return 0;                   \
+    }
+        SENDER_CCS(CC_NAMED)
+        return -1;
+    }
+    case T_FAULT: {
+#define FAULT_NAMED(name, kind)     \
+    if (strcmp(v, #name) == 0) {    \
+        char y = kind;              \
+        memcpy(at, &y, sizeof(y));  \
+        return 0;                   \
+    }
+        SENDER_FAULTS(FAULT_NAMED)
+        return -1;
+    }
+    }
+    return -1;
+}
+
+/* One NAME=VALUE of `fields` (n of them) into `base` (options: NULL, their variables), marking it in *seen.
+ * NULL, or what is wrong with it (in `why`). */
+static const char *put_field(const struct field *fields, size_t n, char *base, char *tok, uint64_t *seen,
+                             char *why, size_t why_len)
+{
+    char *v = strchr(tok, '=');
+    size_t i = 0;
+    if (!v) {
+        snprintf(why, why_len, "%s is not NAME=VALUE", tok);
+        return why;
+    }
+    *v++ = 0;
+    while (i < n && strcmp(fields[i].name, tok) != 0)
+        i++;
+    if (i == n)
+        snprintf(why, why_len, "unknown name %s", tok);
+    else if (*seen & (1ull << i))
+        snprintf(why, why_len, "%s given twice", tok);
+    else if (put_value(fields[i].type, base ? base + fields[i].off : fields[i].at, fields[i].size, v) < 0)
+        snprintf(why, why_len, "bad value %s=%s", tok, v);
+    else {
+        *seen |= 1ull << i;
+        return NULL;
+    }
+    return why;
+}
+
+/* One stdin line (newline stripped) into *f: every field of SENDER_FLOW once. NULL, or what is wrong. */
+static const char *parse_flow(char *line, struct flow *f, char *why, size_t why_len)
+{
+    uint64_t seen = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(line, " \t", &save); tok; tok = strtok_r(NULL, " \t", &save))
+        if (put_field(flow_fields, N_FLOW_FIELDS, (char *)f, tok, &seen, why, why_len))
+            return why;
+    for (size_t i = 0; i < N_FLOW_FIELDS; i++)
+        if (!(seen & (1ull << i))) {
+            snprintf(why, why_len, "missing %s=", flow_fields[i].name);
+            return why;
+        }
+    return NULL;
+}
+
+/* The flows of stdin into `flows` (n_flows): 0, or 2 after a message on stderr. */
+static int read_flows(void)
+{
+    char line[SENDER_LINE_MAX], text[SENDER_LINE_MAX], why[128];
+    int cap = 0, lineno = 0;
+    while (fgets(line, sizeof(line), stdin)) {
+        lineno++;
+        size_t len = strlen(line);
+        int whole = len > 0 && line[len - 1] == '\n';
+        if (!whole && !feof(stdin)) {
+            fprintf(stderr, "testbed-sender: stdin line %d: longer than %d characters\n", lineno,
+                    SENDER_LINE_MAX - 2);
+            return 2;
+        }
+        if (whole)
+            line[--len] = 0;
+        if (n_flows == cap) {
+            cap = cap ? 2 * cap : 1024;
+            flows = realloc(flows, cap * sizeof(*flows));
+            if (!flows) {
+                fprintf(stderr, "testbed-sender: out of memory for %d flows\n", cap);
+                return 2;
+            }
+        }
+        struct flow *f = &flows[n_flows];
+        memset(f, 0, sizeof(*f)); /* realloc does not zero: counters and next_psn start at 0 */
+        memcpy(text, line, len + 1);
+        if (parse_flow(line, f, why, sizeof(why))) {
+            fprintf(stderr, "testbed-sender: stdin line %d: %s in \"%s\"\n", lineno, why, text);
+            return 2;
+        }
+        if (f->payload == 0 || f->size == 0)
+            continue; /* nothing to send */
+        if (f->after_fid && !tcfg.kind) {
+            fprintf(stderr, "testbed-sender: flow %u is chained: chains need a transport (cc=)\n", f->fid);
+            return 2;
+        }
+        f->sock = -1;
+        n_flows++;
+    }
+    if (n_flows == 0) {
+        fprintf(stderr, "testbed-sender: no flows on stdin\n");
+        return 2;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
-        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [late:G:US | stall:G:N:US | wake:US] [KEY=VALUE...] "
-                        "< flows\n");
+        fprintf(stderr, "usage: testbed-sender DEADLINE_S SNDBUF_BYTES [NAME=VALUE...] < flows (traffic/protocol.h)\n");
         return 2;
     }
+    uint64_t seen = 0;
     for (int a = 3; a < argc; a++) {
-        const char *v = strchr(argv[a], '=');
-        if (!v) {
-            if (!(sscanf(argv[a], "late:%d:%lu", &fault.group, &fault.us) == 2 && (fault.kind = 'l')) &&
-                !(sscanf(argv[a], "stall:%d:%lu:%lu", &fault.group, &fault.after, &fault.us) == 3 &&
-                  (fault.kind = 's')) &&
-                !(sscanf(argv[a], "wake:%lu", &fault.us) == 1 && (fault.kind = 'w'))) {
-                fprintf(stderr, "testbed-sender: bad fault %s\n", argv[a]);
-                return 2;
-            }
-            continue;
-        }
-        size_t kl = (size_t)(v - argv[a]);
-        v++;
-#define KEY(k) (kl == strlen(k) && strncmp(argv[a], k, kl) == 0)
-        if (KEY("cc"))
-            tcfg.kind = strcmp(v, "dctcp") == 0 ? CCA_DCTCP : strcmp(v, "swift") == 0 ? CCA_SWIFT
-                      : strcmp(v, "nscc") == 0 ? CCA_NSCC : -1;
-        else if (KEY("ring"))
-            snprintf(tcfg.ring, sizeof(tcfg.ring), "%s", v);
-        else if (KEY("ring_bytes"))
-            tcfg.ring_bytes = strtoull(v, NULL, 10);
-        else if (KEY("reps"))
-            snprintf(tcfg.reps, sizeof(tcfg.reps), "%s", v);
-        else if (KEY("reps_entries"))
-            tcfg.reps_entries = strtoull(v, NULL, 10);
-        else if (KEY("reps_freeze_ns"))
-            tcfg.reps_freeze_ns = strtoull(v, NULL, 10);
-        else if (KEY("base_ns"))
-            tcfg.base_ns = strtoull(v, NULL, 10);
-        else if (KEY("pkt_ns"))
-            tcfg.pkt_ns = strtoull(v, NULL, 10);
-        else if (KEY("min_rto_ns"))
-            tcfg.min_rto_ns = atof(v);
-        else if (KEY("trace"))
-            snprintf(tcfg.trace, sizeof(tcfg.trace), "%s", v);
-        else if (KEY("trace_cap"))
-            tcfg.trace_cap = strtoull(v, NULL, 10);
-        else if (KEY("ackstall"))
-            sscanf(v, "%lu:%lu", &tcfg.stall_after, &tcfg.stall_us);
-        else if (KEY("ackring"))
-            pending_cap = strtoul(v, NULL, 10) ? strtoul(v, NULL, 10) : 1; /* fault: the transport's queue */
-        else if (KEY("init_cwnd"))
-            tcfg.cp.init_cwnd = atof(v);
-        else if (KEY("min_cwnd"))
-            tcfg.cp.min_cwnd = atof(v);
-        else if (KEY("max_cwnd"))
-            tcfg.cp.max_cwnd = atof(v);
-        else if (KEY("dctcp_g"))
-            tcfg.cp.dctcp_g = atof(v);
-        else if (KEY("swift_target_q_ns"))
-            tcfg.cp.swift_target_ns = atof(v);
-        else if (KEY("swift_ai"))
-            tcfg.cp.swift_ai = atof(v);
-        else if (KEY("swift_beta"))
-            tcfg.cp.swift_beta = atof(v);
-        else if (KEY("swift_max_mdf"))
-            tcfg.cp.swift_max_mdf = atof(v);
-        else if (KEY("nscc_target_ns"))
-            tcfg.cp.nscc_target_ns = atof(v);
-        else if (KEY("nscc_alpha"))
-            tcfg.cp.nscc_alpha = atof(v);
-        else if (KEY("nscc_fi"))
-            tcfg.cp.nscc_fi = atof(v);
-        else if (KEY("nscc_eta"))
-            tcfg.cp.nscc_eta = atof(v);
-        else if (KEY("nscc_gamma"))
-            tcfg.cp.nscc_gamma = atof(v);
-        else if (KEY("nscc_fi_scale"))
-            tcfg.cp.nscc_fi_scale = atof(v);
-        else if (KEY("nscc_ewma"))
-            tcfg.cp.nscc_ewma = atof(v);
-        else if (KEY("nscc_fast_ns"))
-            tcfg.cp.nscc_fast_ns = atof(v);
-        else {
-            fprintf(stderr, "testbed-sender: unknown option %s\n", argv[a]);
+        char why[128];
+        if (put_field(options, N_OPTIONS, NULL, argv[a], &seen, why, sizeof(why))) {
+            fprintf(stderr, "testbed-sender: bad option: %s\n", why);
             return 2;
         }
-#undef KEY
     }
-    if (tcfg.kind < 0 || (tcfg.kind && (!tcfg.ring[0] || !tcfg.ring_bytes))) {
-        fprintf(stderr, "testbed-sender: cc needs dctcp, swift or nscc, and ring= and ring_bytes=\n");
+    if (!pending_cap)
+        pending_cap = 1; /* fault ackring: at least one ACK event held */
+    if (tcfg.kind && (!tcfg.ring[0] || !tcfg.ring_bytes)) {
+        fprintf(stderr, "testbed-sender: cc needs ring= and ring_bytes=\n");
         return 2;
     }
     tcfg.cp.kind = tcfg.kind;
@@ -174,36 +303,9 @@ int main(int argc, char **argv)
         nofile.rlim_cur = nofile.rlim_max;
         setrlimit(RLIMIT_NOFILE, &nofile);
     }
-    char line[1024];
-    int cap = 0;
-    while (fgets(line, sizeof(line), stdin)) {
-        if (n_flows == cap) {
-            cap = cap ? 2 * cap : 1024;
-            flows = realloc(flows, cap * sizeof(*flows));
-            if (!flows) {
-                fprintf(stderr, "testbed-sender: out of memory for %d flows\n", cap);
-                return 2;
-            }
-        }
-        struct flow *f = &flows[n_flows];
-        memset(f, 0, sizeof(*f)); /* realloc does not zero: counters and next_psn start at 0 */
-        if (sscanf(line, "%255s %u %63s %u %63s %lu %lu %lu %u %lu %u %lu", f->ns, &f->fid, f->src, &f->sport, f->dst,
-                   &f->size, &f->payload, &f->start_ns, &f->dupthresh, &f->base_rtt_ns, &f->after_fid,
-                   &f->after_ns) < 7)
-            continue;
-        if (f->payload == 0 || f->size == 0)
-            continue;
-        if (f->after_fid && !tcfg.kind) {
-            fprintf(stderr, "testbed-sender: flow %u is chained: chains need a transport (cc=)\n", f->fid);
-            return 2;
-        }
-        f->sock = -1;
-        n_flows++;
-    }
-    if (n_flows == 0) {
-        fprintf(stderr, "testbed-sender: no flows on stdin\n");
-        return 2;
-    }
+    int bad = read_flows();
+    if (bad)
+        return bad;
     /* group flows by namespace, in order of first appearance: a group index per flow, then exact arrays */
     struct group *groups = calloc(n_flows, sizeof(*groups));
     int *group_of = calloc(n_flows, sizeof(int));
@@ -276,11 +378,11 @@ int main(int argc, char **argv)
         return 1;
     for (int i = 0; i < n_flows; i++) {
         struct flow *f = &flows[i];
-        printf("%u %lu %lu %lu %d", f->fid, f->packets, f->bytes, f->errors, f->noroute);
-        if (tcfg.kind) /* RETRANSMITS FAST_RTX RTOS ACKS ECN_ACKS ACKED_TWICE SPURIOUS CWND ACKED NPKTS */
-            printf(" %lu %lu %lu %lu %lu %lu %lu %.3f %u %u", f->tp.retransmits, f->tp.fast_rtx, f->tp.rtos,
-                   f->tp.acks, f->tp.ecn_acks, f->tp.acked_twice, f->tp.spurious, f->tp.cc.cwnd, f->tp.acked,
-                   f->tp.npkts);
+        printf("FLOW");
+        SENDER_SENT(SENDER_PRINT_FIELD)
+        if (tcfg.kind) {
+            SENDER_SENT_TRANSPORT(SENDER_PRINT_FIELD)
+        }
         printf("\n");
     }
     if (tcfg.kind)

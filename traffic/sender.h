@@ -6,10 +6,11 @@
  * transport's configuration), the globals more than one file reads, each
  * defined in exactly one .c (named below), and the functions one file calls in
  * another. The parts:
- *   sender.c    main(): argv (fixed arguments, fault, KEY=VALUE options), the
+ *   sender.c    main(): argv (fixed arguments, NAME=VALUE options), the
  *               flows from stdin, grouping by namespace, the threads, the
- *               per-flow report. Defines flows, n_flows, ready, deadline_s,
- *               sndbuf, setup_failed, fault, tcfg.
+ *               per-flow report, each as protocol.h defines it. Defines
+ *               flows, n_flows, ready, deadline_s, sndbuf, setup_failed,
+ *               fault, tcfg.
  *   start.c     starting together: one starter per CPU sends the first
  *               packets (and, paced, prefill()s the NICs), then releases the
  *               sender threads. Defines released_at.
@@ -32,7 +33,8 @@
 #include <stdint.h>
 
 #include "cca.h"
-#include "shared.h" /* ebpf/include, on the include path: struct reps_state, ROCE_UDP_PORT */
+#include "protocol.h" /* what the program is told and answers: options, flow lines, report lines */
+#include "shared.h"   /* ebpf/include, on the include path: struct reps_state, ROCE_UDP_PORT */
 #include "transport.h"
 
 #define BTH_LEN 12 /* traffic.packet.BTH */
@@ -89,8 +91,18 @@ extern pthread_barrier_t ready;
 extern double deadline_s;
 extern int sndbuf;
 extern volatile int setup_failed;
+/* faults late, stall, wake (the options fault=, fault_group=, fault_after=, fault_us=): kind 'l', 's' or 'w' */
 struct fault { char kind; int group; unsigned long after, us; };
 extern struct fault fault;
+
+/* One field of a report line (protocol.h's SENDER_SENT, SENDER_SENT_TRANSPORT, SENDER_LATENESS): " NAME=VALUE",
+ * the value printed as its type's SENDER_FMT_ says. */
+#define SENDER_ARG_U32(v) ((unsigned)(v))
+#define SENDER_ARG_U64(v) ((unsigned long)(v))
+#define SENDER_ARG_INT(v) ((int)(v))
+#define SENDER_ARG_BOOL(v) ((int)(v))
+#define SENDER_ARG_F64(v) ((double)(v))
+#define SENDER_PRINT_FIELD(name, type, value) printf(" " #name "=" SENDER_FMT_##type, SENDER_ARG_##type(value));
 
 /* Transport runs (cc=dctcp|swift|nscc): each flow is window-limited and ACK-clocked (transport.h,
  * cca.h); the ACKs come from the kernel (ack_events ring, ebpf/include/transport.h) and are acted on
@@ -106,7 +118,7 @@ struct transport_config {
     struct cca_params cp;    /* network-wide constants; each flow copies them with its own base RTT */
     char trace[512];
     size_t trace_cap;
-    unsigned long stall_after, stall_us; /* fault ackstall:N:US: the ACK thread sleeps US after N ACKs */
+    unsigned long stall_after, stall_us; /* fault ackstall: the ACK thread sleeps stall_us after stall_after ACKs */
     char reps[512];          /* REPS runs: the pinned reps map, mmapped (its entries are struct reps_state) */
     size_t reps_entries;
     uint64_t reps_freeze_ns; /* how long a timeout freezes a REPS connection */
@@ -157,7 +169,7 @@ void *run_group(void *arg);
 void send_windowed(struct group *g, uint8_t *buf);
 
 /* acks.c */
-extern uint64_t pending_cap; /* ACK events held per delay class; a fault "ackring=N" makes it N */
+extern uint64_t pending_cap; /* ACK events held per delay class; the fault ackring (ack_ring=N) makes it N */
 extern int n_transport;      /* flows the transport must complete */
 void *run_acks(void *arg);
 int transport_setup(struct group *groups, int n_groups);

@@ -20,24 +20,27 @@ import hashlib
 import os
 import subprocess
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import ebpf
 
+from . import protocol
+from .faults import SenderFault
 from .packet import Packetizer
 from .transport import Transport
 from .workloads import Flow
 
 SOURCE = Path(__file__).with_name("sender.c")
-# the sender's parts and the transport's, compiled together (HEADERS: what they include; shared.h and the headers it
-# pulls in from the data plane's sources, ebpf.INCLUDE: struct reps_state, ROCE_UDP_PORT)
+# the sender's parts and the transport's, compiled together (HEADERS: what they include; protocol.h, the protocol
+# with this module; shared.h and the headers it pulls in from the data plane's sources, ebpf.INCLUDE: struct
+# reps_state, ROCE_UDP_PORT)
 SOURCES = tuple(
     Path(__file__).with_name(n)
     for n in ("sender.c", "start.c", "paced.c", "window.c", "acks.c", "lateness.c", "clock.c", "cca.c", "transport.c")
 )
 HEADERS = (
-    *tuple(Path(__file__).with_name(n) for n in ("sender.h", "cca.h", "transport.h", "ringbuf.h")),
+    *tuple(Path(__file__).with_name(n) for n in ("sender.h", "protocol.h", "cca.h", "transport.h", "ringbuf.h")),
     *ebpf.headers("shared.h"),
 )
 # where compiled senders are kept, one per digest of their sources (a source tree and an installed package alike)
@@ -108,6 +111,9 @@ class Endpoint:
 
 @dataclass
 class FlowSent:
+    """What the sender reported of one flow: its fields are protocol.h's SENDER_SENT and SENDER_SENT_TRANSPORT,
+    by name."""
+
     fid: int
     packets: int = 0
     bytes: int = 0  # UDP payload bytes handed to the kernel
@@ -129,7 +135,8 @@ class FlowSent:
 @dataclass(frozen=True)
 class Lateness:
     """How late the transport acted, in ns: ACKs against their due time (arrival + base RTT), and packets
-    against the moment an ACK opened their window (the sender thread's wake-up)."""
+    against the moment an ACK opened their window (the sender thread's wake-up). Its fields are protocol.h's
+    SENDER_LATENESS, by name."""
 
     acks: int
     ack_p50_ns: int
@@ -167,6 +174,39 @@ class SendReport:
         return sum(f.errors for f in self.flows.values())
 
 
+def _check_records() -> None:
+    """FlowSent and Lateness hold exactly the fields of the report lines protocol.h defines (at import: a field
+    added to the header and not here, or the reverse, fails before any run)."""
+    p = protocol.protocol()
+    for record, listed in ((FlowSent, p.sent + p.sent_transport), (Lateness, p.lateness)):
+        ours, theirs = [f.name for f in fields(record)], [f.name for f in listed]
+        if ours != theirs:
+            raise protocol.ProtocolError(
+                f"{record.__name__}'s fields {ours} are not those protocol.h reports: {theirs}"
+            )
+
+
+_check_records()
+
+
+def execute(
+    args: Sequence[str], flow_lines: str, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None
+) -> str:
+    """Run the sender program with `args` (its path first) and `flow_lines` on its stdin; its stdout. A program
+    that exits non-zero (a bad option or input line, a set-up that failed) is a SenderError with its message."""
+    proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    on_start(proc.pid)
+    try:
+        out, err = proc.communicate(flow_lines, timeout=timeout_s + 30)
+    except BaseException:
+        proc.kill()
+        proc.wait()
+        raise
+    if proc.returncode != 0:
+        raise SenderError(f"testbed-sender exited {proc.returncode}: {err.strip()}")
+    return out
+
+
 class Senders:
     """The senders of one collective."""
 
@@ -175,8 +215,9 @@ class Senders:
         hosts: Sequence[Endpoint],
         flows: list[Flow],
         packetizer: Packetizer,
+        *,
         seed: int = 0,
-        fault: str | None = None,
+        fault: SenderFault | None = None,
         line_rate_bps: int = 0,
         transport: Transport | None = None,
         paths: dict[int, int] | None = None,
@@ -187,16 +228,14 @@ class Senders:
         after_ns: dict[int, int] | None = None,
     ) -> None:
         """`hosts[i]` is host id i of the flows. `fault` is for the tests of the
-        fidelity verdict only: "late:G:US" or "stall:G:N:US" (see sender.c), G
-        counting source hosts in order of their first flow. A flow with a start
+        fidelity verdict only: the part of an injected fault the sender program carries out (traffic/faults.py),
+        its numbers passed as the program's options. A flow with a start
         (start_bits) begins start_bits / line_rate_bps seconds after the rest.
         With a `transport` that is on, every flow is window-limited (traffic/transport.py): `paths[fid]` is
         its number of equal-cost paths (the duplicate-ACK threshold is 3 more), `base_rtts_ns[fid]` its base
         RTT (how long after reaching the sender's NIC its ACKs are acted on; default the transport's),
         `ring_path` the pinned ack_events ring, `trace_path` where the window trace goes. With `reps`, a
-        retransmission timeout freezes the flow's REPS connection (ebpf/include/host_lb.h). A fault "ackstall:N:US" makes the
-        transport's ACK thread sleep US us after its N-th ACK (a transport starved of CPU); "ackring:N" holds at
-        most N ACK events per delay class (the rest are lost to the transport, and counted). A chained flow
+        retransmission timeout freezes the flow's REPS connection (ebpf/include/host_lb.h). A chained flow
         (`Flow.after`) starts `after_ns[fid]` (default 0) after the flow it waits for arrived in full, which the
         sender learns from that flow's ACKs: chains need a transport."""
         if any(f.after for f in flows) and (transport is None or not transport.on):
@@ -219,66 +258,57 @@ class Senders:
         self.packetizer = packetizer
         self.binary = sender_binary()
 
-    def plan(self) -> str:
-        lines = []
-        for f in self.flows:
-            src, dst = self.hosts[f.src], self.hosts[f.dst]
-            start_ns = round(f.start_bits / self.line_rate_bps * 1e9) if f.start_bits and self.line_rate_bps else 0
-            line = (
-                f"{src.netns_path} {f.fid} {src.ip} {source_port(f.fid, self.seed)} {dst.ip} "
-                f"{f.size_bytes} {self.packetizer.payload} {start_ns}"
-            )
-            if self.transport is not None:
-                line += (
-                    f" {self.transport.dupthresh(self.paths.get(f.fid, 1))} "
-                    f"{self.base_rtts_ns.get(f.fid, self.transport.base_rtt_ns)}"
-                )
-                if f.after:
-                    line += f" {f.after} {self.after_ns.get(f.fid, 0)}"
-            lines.append(line)
-        return "\n".join(lines) + "\n"
+    def flow_fields(self, f: Flow) -> dict[str, object]:
+        """One flow's line, field by field (protocol.h's SENDER_FLOW); a transport run's fields are 0 without
+        one."""
+        src, dst, tp = self.hosts[f.src], self.hosts[f.dst], self.transport
+        start_ns = round(f.start_bits / self.line_rate_bps * 1e9) if f.start_bits and self.line_rate_bps else 0
+        return {
+            "ns": src.netns_path,
+            "fid": f.fid,
+            "src_ip": src.ip,
+            "src_port": source_port(f.fid, self.seed),
+            "dst_ip": dst.ip,
+            "size": f.size_bytes,
+            "payload": self.packetizer.payload,
+            "start_ns": start_ns,
+            "dupthresh": tp.dupthresh(self.paths.get(f.fid, 1)) if tp is not None else 0,
+            "base_rtt_ns": self.base_rtts_ns.get(f.fid, tp.base_rtt_ns) if tp is not None else 0,
+            "after_fid": f.after if tp is not None else 0,
+            "after_ns": self.after_ns.get(f.fid, 0) if tp is not None and f.after else 0,
+        }
 
-    def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:
-        """Send every flow once; `on_start(pid)` is called with the sender's PID."""
+    def plan(self) -> str:
+        """The program's stdin: one line per flow."""
+        return "".join(protocol.flow_line(self.flow_fields(f)) + "\n" for f in self.flows)
+
+    def args(self, timeout_s: float) -> list[str]:
+        """The program's argv: its path, the deadline and the sockets' buffer, then its options (protocol.h's
+        SENDER_OPTIONS): the transport's, its ring, trace and REPS state, the fault's numbers."""
         # as many packets in the NIC's queue whatever their size: 32 KB payloads in a 40 KB buffer left one, and a
         # sender thread a little late left its NIC idle (MoE runs paced 2-16 % short); capped (SNDBUF_MAX_SCALE)
         sndbuf = send_buffer_bytes(self.packetizer.payload, self.transport is not None)
-        argv = [str(self.binary), f"{timeout_s:.3f}", str(sndbuf)]
-        if self.fault and self.fault.startswith(("ackstall:", "ackring:")):
-            argv.append(self.fault.replace(":", "=", 1))
-        elif self.fault:
-            argv.append(self.fault)
+        options: dict[str, object] = dict(self.fault.options()) if self.fault is not None else {}
+        args = [str(self.binary), f"{timeout_s:.3f}", str(sndbuf)]
         if self.transport is not None:
-            argv += [*self.transport.options(), f"ring={self.ring_path}"]
-            argv += [f"trace={self.trace_path}"] if self.trace_path else []
+            args += protocol.check_option_args(self.transport.options())
+            options["ring"] = self.ring_path
+            if self.trace_path:
+                options["trace"] = self.trace_path
             if self.reps is not None:
-                argv += [
-                    f"reps={self.reps.map_path}",
-                    f"reps_entries={self.reps.entries}",
-                    f"reps_freeze_ns={self.reps.freeze_ns}",
-                ]
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        on_start(proc.pid)
+                r = self.reps
+                options |= {"reps": r.map_path, "reps_entries": r.entries, "reps_freeze_ns": r.freeze_ns}
+        return args + protocol.option_args(options)
+
+    def run(self, timeout_s: float, on_start: Callable[[int], None] = lambda pid: None) -> SendReport:
+        """Send every flow once; `on_start(pid)` is called with the sender's PID."""
+        out = execute(self.args(timeout_s), self.plan(), timeout_s, on_start)
         try:
-            out, err = proc.communicate(self.plan(), timeout=timeout_s + 30)
-        except BaseException:
-            proc.kill()
-            proc.wait()
-            raise
-        if proc.returncode != 0:
-            raise SenderError(f"testbed-sender exited {proc.returncode}: {err.strip()}")
+            answer = protocol.read_report(out, transport=self.transport is not None)
+        except protocol.ProtocolError as e:
+            raise SenderError(f"testbed-sender's report: {e}") from None
         report = SendReport(flows={f.fid: FlowSent(f.fid) for f in self.flows})
-        for line in out.splitlines():
-            v = line.split()
-            if v[0] == "LATENESS":
-                report.lateness = Lateness(*(int(x) for x in v[1:]))
-                continue
-            fid, pkts, nbytes, errors, noroute = (int(x) for x in v[:5])
-            report.flows[fid] = FlowSent(fid, pkts, nbytes, errors, bool(noroute))
-            if len(v) == 15:
-                t = report.flows[fid]
-                (t.retransmits, t.fast_retransmits, t.timeouts, t.acks, t.ecn_acks, t.acked_twice, t.spurious) = (
-                    int(x) for x in v[5:12]
-                )
-                t.final_cwnd, t.acked, t.npkts = float(v[12]), int(v[13]), int(v[14])
+        for values in answer.flows:
+            report.flows[values["fid"]] = FlowSent(**values)
+        report.lateness = Lateness(**answer.lateness) if answer.lateness is not None else None
         return report

@@ -24,6 +24,8 @@ from typing import Any, TypedDict
 import numpy as np
 import pandas as pd
 
+from traffic.faults import Deadline, Fault, NicBurst, NicSlow, for_sender
+from traffic.faults import parse as parse_fault
 from traffic.packet import ACK_FRAME_BYTES, Packetizer
 from traffic.sender import Endpoint, RepsFreeze, Senders, SendReport, source_port
 from traffic.transport import Transport, n_paths
@@ -53,7 +55,7 @@ from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outsi
 from ..measure import transport as tmeasure
 from ..models import control, ideal, sampled
 from ..models.schemes import Scheme, SchemeConfig, select_switches
-from ..topology import FatTree, Stage
+from ..topology import FatTree, Node, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
 from .options import record
@@ -85,8 +87,55 @@ def run(
 
 
 def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[str, Any]] | None) -> Result:
-    spec, tree, maps = fab.spec, fab.tree, fab.maps
-    assert maps is not None
+    """One run, step by step: check it, pace the NICs, set the schemes, configure the data plane, the CCT's
+    bounds, the run's directory, then measure it."""
+    fault = parse_fault(p.inject) if p.inject is not None else None  # the one parse of the injected fault
+    checked = _check(fab, p)
+    actions = faults.parse_timeline(p.events, fab.tree) if p.events else []
+    host_rate, rho = _host_rate(fab, p, checked.flows)
+    started_at = datetime.now(UTC).isoformat()
+    _pace_nics(fab, p, checked.pk, host_rate, fault)
+    configs = _set_schemes(fab, p)
+    prop, lb_settings = _configure(fab, p, checked, host_rate, configs)
+    plan = Plan(
+        fab=fab,
+        p=p,
+        flows=checked.flows,
+        pk=checked.pk,
+        host_rate=host_rate,
+        bounds=_bounds(fab, p, checked, host_rate, prop),
+        prop=prop,
+        rtts=checked.rtts,
+        configs=configs,
+        scheme_label=_scheme_label(p, configs),
+        run_dir=None,
+        discarded=list(discarded or []),
+        rho=rho,
+        timeline=faults.Timeline(fab.tree, actions),
+        tp=checked.tp,
+        fault=fault,
+    )
+    if out_dir is not None:
+        plan = replace(plan, run_dir=results.RunDir(out_dir, _manifest(plan, started_at, lb_settings)))
+    return _measure_run(plan)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """What checking a run found: its packets, its flows and their base RTTs, its transport, and the words of
+    the receivers' seen-bitmaps its flows take (a transport run's; empty without one)."""
+
+    pk: Packetizer
+    flows: list[Flow]
+    rtts: dict[int, int]
+    tp: Transport
+    seen_words: list[tuple[int, int]]
+
+
+def _check(fab: Fabric, p: RunParams) -> Checked:
+    """Everything the run needs of the fabric, checked before the kernel is touched (RunError otherwise)."""
+    spec, tree = fab.spec, fab.tree
+    assert fab.maps is not None
     pk = Packetizer(p.payload, spec.wire_overhead)
     if pk.frame_len(p.payload) > spec.mtu + 14:
         raise RunError(f"payload {p.payload} does not fit the fabric MTU {spec.mtu}")
@@ -107,12 +156,17 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             f"--cc: the receivers track {N_SEEN * 64:,} packets per run; this workload has "
             f"{sum(pk.count(f.size_bytes) for f in flows):,}"
         )
-    actions = faults.parse_timeline(p.events, tree) if p.events else []
-    failed_now = faults.current_failed(tree)
+    return Checked(pk=pk, flows=flows, rtts=rtts, tp=tp, seen_words=seen_words)
+
+
+def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[str, Any]]:
+    """The hosts' paced rate: load x line rate, or with --pace rho_max at most rho_max of the links that are up;
+    and what the manifest says of rho_max."""
     rho: dict[str, Any] = {"paced": False}
     pace = p.load
     if p.pace == "rho_max":
-        rm = control.rho_max(tree, flows, failed_now)
+        failed_now = faults.current_failed(fab.tree)
+        rm = control.rho_max(fab.tree, flows, failed_now)
         if rm.rho <= 0:
             raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
         pace = min(p.load, rm.rho)
@@ -123,31 +177,38 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             "unreachable_flows": rm.unreachable_flows,
             "failed_links": [ln.name for ln in failed_now],
         }
-    host_rate = host_rate_bps(spec.rate_bps, pace)
-    started_at = datetime.now(UTC).isoformat()
+    return host_rate_bps(fab.spec.rate_bps, pace), rho
 
-    if p.inject == "nic-burst":  # a NIC allowed to burst: eight frames of tokens, no peak rate
+
+def _pace_nics(fab: Fabric, p: RunParams, pk: Packetizer, host_rate: int, fault: Fault | None) -> None:
+    """Pace every host NIC at `host_rate` with its run's bucket (the faults nic-burst and nic-slow: a NIC
+    allowed to burst, one paced slower than it should be)."""
+    spec, tree = fab.spec, fab.tree
+    if isinstance(fault, NicBurst):  # a NIC allowed to burst: eight frames of tokens, no peak rate
         set_host_rate(tree, host_rate, 8 * spec.max_frame, spec.buffer_bytes, overhead=spec.wire_overhead)
-    else:
+        return
+
+    def pace(rate_bps: int, hosts: list[Node] | None = None) -> None:
         set_host_rate(
             tree,
-            host_rate,
+            rate_bps,
             nic_burst_of(spec, pk),
             spec.buffer_bytes,
             frame_bytes=pk.wire_len(p.payload),
             overhead=spec.wire_overhead,
+            hosts=hosts,
         )
-    if p.inject is not None and p.inject.startswith("nic-slow:"):  # one NIC paced slower than it should be
-        _, h, pct = p.inject.split(":")
-        set_host_rate(
-            tree,
-            round(host_rate * (1 - float(pct) / 100)),
-            nic_burst_of(spec, pk),
-            spec.buffer_bytes,
-            frame_bytes=pk.wire_len(p.payload),
-            overhead=spec.wire_overhead,
-            hosts=[tree.hosts[int(h)]],
-        )
+
+    pace(host_rate)
+    if isinstance(fault, NicSlow):  # one NIC paced slower than it should be
+        pace(round(host_rate * (1 - fault.pct / 100)), hosts=[tree.hosts[fault.host]])
+
+
+def _set_schemes(fab: Fabric, p: RunParams) -> dict[str, SchemeConfig]:
+    """Fresh pointer state drawn from the seed (unless kept), the run's scheme on every LB switch (with --mix on
+    the chosen ones, the base scheme on the others; none: each keeps its own); the schemes then in place."""
+    maps, tree = fab.maps, fab.tree
+    assert maps is not None
     if p.reset_pointers:
         switches.reset_state(maps, tree, p.seed)
     if p.scheme is not None:
@@ -158,7 +219,25 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             base = SchemeConfig.parse(p.mix_base)
             assignment = {name: config if name in chosen else base for name in assignment}
         switches.apply_schemes(maps, tree, assignment)
-    configs = switches.current_schemes(maps, tree)
+    return switches.current_schemes(maps, tree)
+
+
+def _scheme_label(p: RunParams, configs: dict[str, SchemeConfig]) -> str:
+    """The run's scheme as results name it: the switches' one, "mixed", or the host scheme's."""
+    if p.scheme is not None and p.scheme.host_lb:
+        return p.scheme.label
+    labels = {c.label for c in configs.values()}
+    return labels.pop() if len(labels) == 1 else "mixed"
+
+
+def _configure(
+    fab: Fabric, p: RunParams, checked: Checked, host_rate: int, configs: dict[str, SchemeConfig]
+) -> tuple[Propagated, sampled.Settings]:
+    """The data plane's run settings: the sampled schemes' intervals and bands, the run's configuration (ACKs,
+    the NICs' rate, host LB, ECN, the transport, the buffers, propagation), the flows' and hosts' state zeroed;
+    the run's propagation and sampled settings."""
+    spec, tree, maps, pk, tp = fab.spec, fab.tree, fab.maps, checked.pk, checked.tp
+    assert maps is not None
     lb_settings = sampled.settings(
         p.sampled(),
         spec.rate_bps,
@@ -167,20 +246,14 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         sampled.active_bits([c.scheme for c in configs.values()]),
     )
     switches.set_sampled(maps, tree, lb_settings)
-    labels = {c.label for c in configs.values()}
-    scheme_label = labels.pop() if len(labels) == 1 else "mixed"
-    host_lb = p.scheme.host_lb if p.scheme is not None else 0
-    if host_lb:
-        assert p.scheme is not None
-        scheme_label = p.scheme.label
     ecn = p.ecn()
-    prop = _propagation(p, tree, flows, spec.rate_bps, pk)
+    prop = _propagation(p, tree, checked.flows, spec.rate_bps, pk)
     maps.run_cfg.set(
         0,
         RunCfg(
             acks=int(p.acks),
             nic_ps_per_byte=round(8e12 / host_rate),
-            host_lb=host_lb,
+            host_lb=p.scheme.host_lb if p.scheme is not None else 0,
             ecn_unit=ECN_UNITS[ecn.unit],
             ecn_thresh=ecn.value,
             cc=int(tp.on),
@@ -189,79 +262,86 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             wire_overhead=spec.wire_overhead,
         ),
     )
-    max_fid = max(f.fid for f in flows)
+    max_fid = max(f.fid for f in checked.flows)
     collector.reset_flows(maps, max_fid)
     if tp.on:
-        collector.prepare_transport(maps, seen_words)
+        collector.prepare_transport(maps, checked.seen_words)
     switches.reset_host_state(maps, tree, p.seed, max_fid)
+    return prop, lb_settings
 
+
+@dataclass(frozen=True)
+class Bounds:
+    """The CCT's lower bounds (metrics.cct_lower_bound_s) a run is judged against."""
+
+    bound: float  # propagation included: the run's reference
+    fault_free: float  # the same with hosts paced at load x line rate (not rho_max)
+    no_propagation: float  # without propagation: the timing criterion's reference
+
+
+def _bounds(fab: Fabric, p: RunParams, checked: Checked, host_rate: int, prop: Propagated) -> Bounds:
+    spec, flows = fab.spec, checked.flows
     ack_bytes = ACK_FRAME_BYTES + spec.wire_overhead if p.acks else 0  # bytes of line time
-    waits = metrics.chain_wait_s(tree, flows, prop.link_s)  # chained flows: their input's propagation
-    bound0 = metrics.cct_lower_bound_s(
-        flows,
-        pk,
-        spec.rate_bps,
-        host_rate,
-        spec.burst,
-        ack_frame_bytes=ack_bytes,
-        nic_burst_bytes=nic_burst_of(spec, pk),
-    )
-    bound = metrics.cct_lower_bound_s(
-        flows,
-        pk,
-        spec.rate_bps,
-        host_rate,
-        spec.burst,
-        ack_frame_bytes=ack_bytes,
-        nic_burst_bytes=nic_burst_of(spec, pk),
-        shift_s=prop.shift_s,
-        after_s=waits,
-    )
-    bound_ff = metrics.cct_lower_bound_s(
-        flows,
-        pk,
-        spec.rate_bps,
-        host_rate_bps(spec.rate_bps, p.load),
-        spec.burst,
-        ack_frame_bytes=ack_bytes,
-        nic_burst_bytes=nic_burst_of(spec, pk),
-        shift_s=prop.shift_s,
-        after_s=waits,
-    )
-    params = record(p)  # every run option by name (testbed.run.options)
-    run_dir = None
-    if out_dir is not None:
-        run_dir = results.RunDir(
-            out_dir,
-            {
-                "params": params,
-                "scheme": scheme_label,
-                "k": tree.k,
-                "topology": tree.kind,
-                "hosts": tree.n_hosts,
-                "prefix": spec.prefix,
-                "fabric": {
-                    "rate_bps": spec.rate_bps,
-                    "host_rate_bps": host_rate,
-                    "mtu": spec.mtu,
-                    "wire_overhead_bytes": spec.wire_overhead,
-                    "ack_priority": spec.ack_priority,
-                    "burst_bytes": spec.burst,
-                    "nic_burst_bytes": nic_burst_of(spec, pk),
-                    "nic_peak_ratio": NIC_PEAK_RATIO,
-                    "buffer_bytes": spec.buffer_bytes,
-                },
-                "switch_schemes": {n: c.label for n, c in configs.items()},
-                "started_at": started_at,
-                "provenance": provenance.describe(),
-                "flows": len(flows),
-                "cct_lower_bound_s": bound,
-                "propagation": prop.describe(),
-                "port_buffer_bytes": p.port_buffer(),
-                "transport": tp.describe() if tp.on else None,
-                "sampled_schemes": lb_settings.describe(),
-            },
+    waits = metrics.chain_wait_s(fab.tree, flows, prop.link_s)  # chained flows: their input's propagation
+
+    def bound(rate_bps: int, propagation: bool) -> float:
+        return metrics.cct_lower_bound_s(
+            flows=flows,
+            pk=checked.pk,
+            rate_bps=spec.rate_bps,
+            host_rate_bps=rate_bps,
+            burst_bytes=spec.burst,
+            ack_frame_bytes=ack_bytes,
+            nic_burst_bytes=nic_burst_of(spec, checked.pk),
+            shift_s=prop.shift_s if propagation else None,
+            after_s=waits if propagation else None,
         )
+
+    return Bounds(
+        bound=bound(host_rate, propagation=True),
+        fault_free=bound(host_rate_bps(spec.rate_bps, p.load), propagation=True),
+        no_propagation=bound(host_rate, propagation=False),
+    )
+
+
+def _manifest(plan: Plan, started_at: str, lb_settings: sampled.Settings) -> dict[str, Any]:
+    """The run's manifest as it starts (testbed.measure.results): every run option by name
+    (testbed.run.options), the fabric, the schemes, the bound, propagation, the transport."""
+    spec, tree, p, tp = plan.fab.spec, plan.fab.tree, plan.p, plan.tp
+    return {
+        "params": record(p),
+        "scheme": plan.scheme_label,
+        "k": tree.k,
+        "topology": tree.kind,
+        "hosts": tree.n_hosts,
+        "prefix": spec.prefix,
+        "fabric": {
+            "rate_bps": spec.rate_bps,
+            "host_rate_bps": plan.host_rate,
+            "mtu": spec.mtu,
+            "wire_overhead_bytes": spec.wire_overhead,
+            "ack_priority": spec.ack_priority,
+            "burst_bytes": spec.burst,
+            "nic_burst_bytes": nic_burst_of(spec, plan.pk),
+            "nic_peak_ratio": NIC_PEAK_RATIO,
+            "buffer_bytes": spec.buffer_bytes,
+        },
+        "switch_schemes": {n: c.label for n, c in plan.configs.items()},
+        "started_at": started_at,
+        "provenance": provenance.describe(),
+        "flows": len(plan.flows),
+        "cct_lower_bound_s": plan.bounds.bound,
+        "propagation": plan.prop.describe(),
+        "port_buffer_bytes": p.port_buffer(),
+        "transport": tp.describe() if tp.on else None,
+        "sampled_schemes": lb_settings.describe(),
+    }
+
+
+def _measure_run(plan: Plan) -> Result:
+    """Measure the run with its instruments on (idle CPUs kept polling, ksoftirqd real-time, the NICs' stamps,
+    the qdisc timers' probe, a directory for a transport's window trace); its directory marked interrupted or
+    failed if it did not finish."""
     try:
         with (
             cpu_latency.awake() as awake,
@@ -270,36 +350,24 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
             qdisc_timers.watch() as timers,
             tempfile.TemporaryDirectory(prefix="testbed-windows-") as trace_dir,
         ):  # a transport's window trace
-            plan = Plan(
-                fab,
-                p,
-                flows,
-                pk,
-                host_rate,
-                bound,
-                bound_ff,
-                bound0,
-                prop,
-                rtts,
-                configs,
-                scheme_label,
-                run_dir,
-                list(discarded or []),
-                rho,
-                faults.Timeline(tree, actions),
-                tp,
+            probes = Probes(
+                cpu_awake=awake,
+                softirq_first=softirq_first,
+                stamped=stamped,
+                timers=timers,
+                trace_path=Path(trace_dir) / "windows.bin",
             )
-            return _measure(plan, Probes(awake, softirq_first, stamped, timers, Path(trace_dir) / "windows.bin"))
+            return _measure(plan, probes)
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (the CLI raises it as a KeyboardInterrupt)
-        if run_dir is not None:
-            run_dir.abort(
+        if plan.run_dir is not None:
+            plan.run_dir.abort(
                 "interrupted",
                 "terminated (SIGTERM)" if type(e).__name__ == "Terminated" else "interrupted by the user (Ctrl-C)",
             )
         raise
     except BaseException as e:
-        if run_dir is not None:
-            run_dir.abort("failed", f"{type(e).__name__}: {e}")
+        if plan.run_dir is not None:
+            plan.run_dir.abort("failed", f"{type(e).__name__}: {e}")
         raise
 
 
@@ -347,9 +415,7 @@ class Plan:
     flows: list[Flow]
     pk: Packetizer
     host_rate: int
-    bound: float  # the CCT lower bound, propagation included
-    bound_fault_free: float  # the same with hosts paced at load x line rate (not rho_max)
-    bound_no_propagation: float  # without propagation: the timing criterion's reference
+    bounds: Bounds
     prop: Propagated
     rtts: dict[int, int]
     configs: dict[str, SchemeConfig]
@@ -359,6 +425,7 @@ class Plan:
     rho: dict[str, Any]
     timeline: faults.Timeline
     tp: Transport
+    fault: Fault | None  # the fault injected on purpose (traffic.faults), parsed once
 
 
 @dataclass(frozen=True)
@@ -390,12 +457,12 @@ class Counters:
         maps, tree = fab.maps, fab.tree
         assert maps is not None
         return cls(
-            qdisc_stats(tree),
-            collector.softnet_drops(),
-            maps.counter_values(),
-            list(maps.uplink_pkts.read_array(tree.n_switches * tree.w)),
-            collector.pointer_values(maps, tree),
-            len(links.read_events(fab.spec.prefix)),
+            qdisc=qdisc_stats(tree),
+            softnet=collector.softnet_drops(),
+            data_plane=maps.counter_values(),
+            uplinks=list(maps.uplink_pkts.read_array(tree.n_switches * tree.w)),
+            pointers=collector.pointer_values(maps, tree),
+            events=len(links.read_events(fab.spec.prefix)),
         )
 
 
@@ -449,9 +516,21 @@ def _measure(plan: Plan, probes: Probes) -> Result:
     got = _read_after(plan, before)
     timing = _timing(plan, got)
     drops = _drops(plan, before, got, sent)
-    verdict = _verdict(plan, probes, sent, drained, got, timing, drops, machine, sampler.rate_hz)
+    verdict = _verdict(
+        plan,
+        probes,
+        sent=sent,
+        drained=drained,
+        got=got,
+        timing=timing,
+        drops=drops,
+        machine=machine,
+        sample_rate_hz=sampler.rate_hz,
+    )
     windows = tmeasure.read_trace(probes.trace_path, timing.t_first, plan.tp.pkt_ns) if plan.tp.on else None
-    result = _result(plan, sent, got, timing, drops, before, verdict, windows)
+    result = _result(
+        plan, sent=sent, got=got, timing=timing, drops=drops, before=before, verdict=verdict, windows=windows
+    )
     if plan.run_dir is not None:
         _write(plan, result, sampler, timing, windows)
     return result
@@ -481,20 +560,7 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
     link_pkt_s = pk.wire_len(pk.payload) * 8 / fab.spec.rate_bps  # windows as long as the lateness allowed
     cpu_sampler = cpu_windows.Sampler(min_window_s=fidelity.STALL_MAX_PKTS * link_pkt_s).start()
     try:
-        sent = _send(
-            fab,
-            plan.flows,
-            pk,
-            p.seed,
-            plan.bound,
-            plan.timeline,
-            _sender_fault(p.inject),
-            plan.tp,
-            plan.rtts,
-            probes.trace_path,
-            p.scheme is Scheme.REPS,
-            metrics.chain_wait_s(tree, plan.flows, plan.prop.link_s),
-        )
+        sent = _send(plan, probes.trace_path)
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         plan.timeline.join()
         time.sleep(2 * SETTLE_S if plan.timeline.actions else 0)  # let the watcher record its last losses
@@ -507,20 +573,17 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
     share, worst = outside.outside_cpu(
         procs0, outside.Snapshot.now(), window_s, [os.getpid(), *(st_now.pids if st_now else [])]
     )
-    return (
-        sent,
-        drained,
-        Machine(
-            cpu1.busy_since(cpu0),
-            cpu1.steal_since(cpu0),
-            cpu1.busiest_since(cpu0),
-            cpu_window,
-            share,
-            worst,
-            window_s,
-            probes.timers.read() if probes.timers is not None else None,
-        ),
+    machine = Machine(
+        busy=cpu1.busy_since(cpu0),
+        steal=cpu1.steal_since(cpu0),
+        busiest=cpu1.busiest_since(cpu0),
+        window=cpu_window,
+        outside=share,
+        outside_worst=worst,
+        outside_window_s=window_s,
+        timers=probes.timers.read() if probes.timers is not None else None,
     )
+    return sent, drained, machine
 
 
 def _read_after(plan: Plan, before: Counters) -> Readings:
@@ -529,14 +592,14 @@ def _read_after(plan: Plan, before: Counters) -> Readings:
     assert maps is not None
     max_fid = max(f.fid for f in plan.flows)
     return Readings(
-        collector.read_ports(maps, tree),
-        collector.read_flows(maps, max_fid),
-        collector.read_acks(maps, max_fid),
-        Counters.read(fab),
-        collector.read_host_lb(maps, tree),
-        switches.current_schemes(maps, tree),
-        [e for e in links.read_events(fab.spec.prefix) if e["seq"] > before.events],
-        control.Reach(tree, faults.current_failed(tree)),
+        ports=collector.read_ports(maps, tree),
+        rx=collector.read_flows(maps, max_fid),
+        acks=collector.read_acks(maps, max_fid),
+        after=Counters.read(fab),
+        host_counts=collector.read_host_lb(maps, tree),
+        configs_end=switches.current_schemes(maps, tree),
+        link_events=[e for e in links.read_events(fab.spec.prefix) if e["seq"] > before.events],
+        reach_end=control.Reach(tree, faults.current_failed(tree)),
     )
 
 
@@ -548,7 +611,8 @@ def _timing(plan: Plan, got: Readings) -> Timing:
     t_last = metrics.completion_ns(ends, plan.prop.shift_s)  # each flow's last arrival plus its propagation
     cct_ns = max(0, t_last - t_first) if t_first and t_last else 0
     t_seen = max(ends.values(), default=0)  # what the kernel saw: the queues' and links' window
-    return Timing(t_first, ends, t_last, cct_ns, max(0, t_seen - t_first) if t_first and t_seen else 0)
+    window_ns = max(0, t_seen - t_first) if t_first and t_seen else 0
+    return Timing(t_first=t_first, ends=ends, t_last=t_last, cct_ns=cct_ns, window_ns=window_ns)
 
 
 def _drops(plan: Plan, before: Counters, got: Readings, sent: SendReport) -> dict[str, int]:
@@ -573,9 +637,29 @@ def _drops(plan: Plan, before: Counters, got: Readings, sent: SendReport) -> dic
     }
 
 
+def _delivery(plan: Plan, sent: SendReport, drained: bool, got: Readings, drops: dict[str, int]) -> fidelity.Delivery:
+    """Where every packet went: planned, sent, received, counted lost (testbed.measure.fidelity.Delivery)."""
+    flows, rx = plan.flows, got.rx
+    # a flow cannot receive more packets than it sent: an emulator that duplicated packets would otherwise
+    # cancel as many untraced losses in the totals
+    over_received = sum(max(0, (rx[f.fid].pkts if f.fid in rx else 0) - sent.flows[f.fid].packets) for f in flows)
+    return fidelity.Delivery(
+        planned=sum(plan.pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute),
+        sent=sent.packets,
+        received=sum(r.pkts for r in rx.values()),
+        counted_losses=sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer")),
+        sender_errors=sent.errors,
+        emulator_drops=drops["softnet"] + drops["switch"],
+        drain_complete=drained,
+        over_received=over_received,
+        ack_losses_possible=drops["link_failures"] if plan.p.acks else 0,  # a dead queue held ACKs too
+    )
+
+
 def _verdict(
     plan: Plan,
     probes: Probes,
+    *,
     sent: SendReport,
     drained: bool,
     got: Readings,
@@ -585,31 +669,21 @@ def _verdict(
     sample_rate_hz: float,
 ) -> fidelity.Verdict:
     """Every figure the verdict judges, from the readings, then the verdict (testbed.measure.fidelity)."""
-    fab, p, pk, flows, tp = plan.fab, plan.p, plan.pk, plan.flows, plan.tp
-    spec, tree, ports, rx = fab.spec, fab.tree, got.ports, got.rx
-    host_rate = plan.host_rate
-    received = sum(r.pkts for r in rx.values())
-    # a flow cannot receive more packets than it sent: an emulator that duplicated packets would otherwise
-    # cancel as many untraced losses in the totals
-    over_received = sum(max(0, (rx[f.fid].pkts if f.fid in rx else 0) - sent.flows[f.fid].packets) for f in flows)
-    planned = sum(pk.count(f.size_bytes) for f in flows if not sent.flows[f.fid].noroute)
-    losses = sum(drops[n] for n in ("qdisc", "softnet", "switch", "unreachable", "link_failures", "buffer"))
-    delivery = fidelity.Delivery(
-        planned,
-        sent.packets,
-        received,
-        losses,
-        sent.errors,
-        drops["softnet"] + drops["switch"],
-        drained,
-        over_received,
-        drops["link_failures"] if p.acks else 0,
-    )  # a dead queue held ACKs too
+    pk, flows, spec, tree, ports = plan.pk, plan.flows, plan.fab.spec, plan.fab.tree, got.ports
+    host_rate, nic_burst = plan.host_rate, nic_burst_of(spec, pk)
     nic = metrics.nic_periodicity(tree, flows, ports, pk, host_rate)
-    late, excess = metrics.timing_excess_pkts(tree, flows, ports, pk, host_rate, nic_burst_of(spec, pk), spec.rate_bps)
+    late, excess = metrics.timing_excess_pkts(
+        tree=tree,
+        flows=flows,
+        ports=ports,
+        pk=pk,
+        host_rate_bps=host_rate,
+        nic_burst_bytes=nic_burst,
+        line_rate_bps=spec.rate_bps,
+    )
     t_pkt = metrics.packet_time_ns(pk, host_rate) / 1e9
     evidence = fidelity.Evidence(
-        pacing=metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst_of(spec, pk), spec.wire_overhead),
+        pacing=metrics.pacing_errors(tree, flows, ports, host_rate, nic_burst, spec.wire_overhead),
         pacing_span_pkts=metrics.pacing_spans_pkts(tree, flows, ports, pk, host_rate),
         service=metrics.saturated_service(tree, ports, spec.rate_bps, spec.burst, host_rate, spec.wire_overhead),
         start_skew_s=metrics.start_skew_ns(tree, flows, ports, spec.rate_bps) / 1e9,
@@ -619,7 +693,7 @@ def _verdict(
         nic_back_to_back=nic.back_to_back,
         nic_dry_pkts=nic.dry,
         nic_held_pkts=nic.held,
-        delivery=delivery,
+        delivery=_delivery(plan, sent, drained, got, drops),
         softnet_drops=drops["softnet"],
         cpu_busy=machine.busy,
         cpu_busiest=machine.busiest,
@@ -631,9 +705,9 @@ def _verdict(
         softirq_first=probes.softirq_first,
         nic_late_pkts=late,
         timing_excess_pkts=excess,
-        bound_pkts=plan.bound_no_propagation / t_pkt,
+        bound_pkts=plan.bounds.no_propagation / t_pkt,
         nic_stamped=probes.stamped,
-        loop=_loop(plan, sent, rx),
+        loop=_loop(plan, sent, got.rx),
         timers=machine.timers,
         feedback_lost=sum(c["delay_lost"] for c in got.host_counts.values()),
         link_packet_time_s=pk.wire_len(pk.payload) * 8 / spec.rate_bps,
@@ -641,25 +715,16 @@ def _verdict(
         outside_worst=machine.outside_worst,
         window_s=machine.outside_window_s,
     )
-    queues = metrics.stage_queues(metrics.port_queues(tree, ports, timing.window_ns))
-    increase = (timing.cct_ns / 1e9 - plan.bound) / plan.bound if plan.bound > 0 else 0.0
-    evidence = replace(
-        evidence,
-        ideal=_ideal_place(
-            fab,
-            p,
-            flows,
-            pk,
-            list(plan.configs.values()) + list(got.configs_end.values()),
-            plan.prop,
-            tp.on,
-            bool(got.link_events or plan.timeline.applied),
-            increase,
-            queues,
-            evidence.timing_excess_share,
-        ),
+    bound = plan.bounds.bound
+    ideal_place = _ideal_place(
+        plan,
+        configs=list(plan.configs.values()) + list(got.configs_end.values()),
+        failures=bool(got.link_events or plan.timeline.applied),
+        cct_increase=(timing.cct_ns / 1e9 - bound) / bound if bound > 0 else 0.0,
+        stages=metrics.stage_queues(metrics.port_queues(tree, ports, timing.window_ns)),
+        allowance=evidence.timing_excess_share,
     )
-    return fidelity.verdict(evidence)
+    return fidelity.verdict(replace(evidence, ideal=ideal_place))
 
 
 def _loop(plan: Plan, sent: SendReport, rx: dict[int, metrics.FlowSample]) -> tmeasure.LoopTiming | None:
@@ -675,21 +740,9 @@ def _loop(plan: Plan, sent: SendReport, rx: dict[int, metrics.FlowSample]) -> tm
     return tmeasure.LoopTiming.of(sent.lateness, tp.pkt_ns, incomplete, tp.base_rtt_ns)
 
 
-def _result(
-    plan: Plan,
-    sent: SendReport,
-    got: Readings,
-    timing: Timing,
-    drops: dict[str, int],
-    before: Counters,
-    verdict: fidelity.Verdict,
-    windows: pd.DataFrame | None,
-) -> Result:
-    fab, p, pk, flows, tp, prop = plan.fab, plan.p, plan.pk, plan.flows, plan.tp, plan.prop
-    spec, tree, ports, rx, acks = fab.spec, fab.tree, got.ports, got.rx, got.acks
-    queues = metrics.port_queues(tree, ports, timing.window_ns)
-    util = metrics.utilisation(tree, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead)
-    cct_s, bound, bound_ff = timing.cct_ns / 1e9, plan.bound, plan.bound_fault_free
+def _per_switch(plan: Plan, before: Counters, got: Readings) -> dict[str, dict[str, Any]]:
+    """Each LB switch's scheme (and the one at the end if it changed live), uplink and pointer counts."""
+    tree = plan.fab.tree
     per_switch: dict[str, dict[str, Any]] = {}
     for sw in switches.lb_switches(tree):
         base = sw.nid * tree.w
@@ -701,9 +754,16 @@ def _result(
         }
         if got.configs_end[sw.name] != plan.configs[sw.name]:  # changed live during the run
             per_switch[sw.name]["scheme_at_end"] = got.configs_end[sw.name].label
+    return per_switch
+
+
+def _flow_stats(plan: Plan, sent: SendReport, got: Readings, timing: Timing) -> list[dict[str, Any]]:
+    """Each flow's row of the flows table: what was sent and received, its ACKs, its completion."""
+    tree, tp, pk = plan.fab.tree, plan.tp, plan.pk
     flow_stats = []
-    for f in flows:
-        r, a = rx.get(f.fid), acks.get(f.fid)
+    for f in plan.flows:
+        r, a = got.rx.get(f.fid), got.acks.get(f.fid)
+        end = timing.ends[f.fid]
         flow_stats.append(
             {
                 "fid": f.fid,
@@ -725,23 +785,49 @@ def _result(
                 "ce": r.ce if r else 0,
                 "acks_ecn": int(a.ecn) if a else 0,
                 "path_links": path_links(tree, f.src, f.dst),
-                "completion_ns": round(timing.ends[f.fid] + prop.shift_s[f.fid] * 1e9) if timing.ends[f.fid] else 0,
+                "completion_ns": round(end + plan.prop.shift_s[f.fid] * 1e9) if end else 0,
                 **(_flow_transport(sent.flows[f.fid], r) if tp.on else {}),
             }
         )
+    return flow_stats
+
+
+def _transport_summary(
+    plan: Plan, sent: SendReport, got: Readings, drops: dict[str, int], windows: pd.DataFrame | None
+) -> dict[str, Any]:
+    """A transport run's summary (testbed.measure.transport.summary); {"cc": "none"} without one."""
+    tp, rx = plan.tp, got.rx
     loop = _loop(plan, sent, rx)
-    transport: dict[str, Any] = {"cc": "none"}
-    if tp.on and loop is not None and windows is not None:
-        transport = tmeasure.summary(
-            windows,
-            sent.flows,
-            loop,
-            tp.describe(),
-            sum(r.uniq for r in rx.values()),
-            sum(r.dups for r in rx.values()),
-            drops["buffer"],
-            drops["buffer_acks"],
-        )
+    if not tp.on or loop is None or windows is None:
+        return {"cc": "none"}
+    return tmeasure.summary(
+        trace=windows,
+        sent=sent.flows,
+        timing=loop,
+        described=tp.describe(),
+        rx_uniq=sum(r.uniq for r in rx.values()),
+        rx_dups=sum(r.dups for r in rx.values()),
+        buffer_drops=drops["buffer"],
+        ack_drops=drops["buffer_acks"],
+    )
+
+
+def _result(
+    plan: Plan,
+    *,
+    sent: SendReport,
+    got: Readings,
+    timing: Timing,
+    drops: dict[str, int],
+    before: Counters,
+    verdict: fidelity.Verdict,
+    windows: pd.DataFrame | None,
+) -> Result:
+    """The run's result (`testbed run --json`), from the readings and the verdict."""
+    p, flows, spec, tree, ports = plan.p, plan.flows, plan.fab.spec, plan.fab.tree, got.ports
+    queues = metrics.port_queues(tree, ports, timing.window_ns)
+    util = metrics.utilisation(tree, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead)
+    cct_s, bound, bound_ff = timing.cct_ns / 1e9, plan.bounds.bound, plan.bounds.fault_free
     c0, c1 = before.data_plane, got.after.data_plane
     return Result(
         scheme=plan.scheme_label,
@@ -764,8 +850,8 @@ def _result(
         cct_increase_fault_free=(cct_s - bound_ff) / bound_ff if bound_ff > 0 else 0.0,
         cct_increase=(cct_s - bound) / bound if bound > 0 else 0.0,
         packets_sent=sent.packets,
-        packets_received=sum(r.pkts for r in rx.values()),
-        acks_received=sum(int(a.acks) for a in acks.values()),
+        packets_received=sum(r.pkts for r in got.rx.values()),
+        acks_received=sum(int(a.acks) for a in got.acks.values()),
         drops=sum(drops.values()),
         drops_detail=drops,
         drops_by_port=_drops_by_port(tree, before.qdisc, got.after.qdisc, ports),
@@ -773,12 +859,18 @@ def _result(
         queues=metrics.stage_queues(queues),
         overload=metrics.worst_overload(tree, ports),
         utilisation=metrics.delivered_utilisation(
-            tree, flows, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead, spec.burst
+            tree=tree,
+            flows=flows,
+            ports=ports,
+            rate_bps=spec.rate_bps,
+            window_ns=timing.window_ns,
+            overhead=spec.wire_overhead,
+            burst_bytes=spec.burst,
         ),
         ports=[{**asdict(q), "utilisation": util[q.port]} for q in queues],
         fidelity=verdict.to_json(),
-        switches=per_switch,
-        flow_stats=flow_stats,
+        switches=_per_switch(plan, before, got),
+        flow_stats=_flow_stats(plan, sent, got, timing),
         out_dir=str(plan.run_dir.path) if plan.run_dir is not None else None,
         discarded_attempts=plan.discarded,
         link_events=got.link_events,
@@ -794,8 +886,8 @@ def _result(
             "by_host": got.host_counts,
         },
         port_buffer_bytes=p.port_buffer(),
-        transport=transport,
-        propagation=prop.describe(),
+        transport=_transport_summary(plan, sent, got, drops, windows),
+        propagation=plan.prop.describe(),
     )
 
 
@@ -835,10 +927,10 @@ class Propagated:
 def _propagation(p: RunParams, tree: FatTree, flows: list[Flow], rate_bps: int, pk: Packetizer) -> Propagated:
     link_s = p.link_delay_s(rate_bps, pk.wire_overhead)
     return Propagated(
-        p.propagation,
-        link_s,
-        link_s * rate_bps / 8 / pk.wire_len(p.payload),
-        metrics.propagation_shift_s(tree, flows, link_s, p.acks),
+        spec=p.propagation,
+        link_s=link_s,
+        link_pkts=link_s * rate_bps / 8 / pk.wire_len(p.payload),
+        shift_s=metrics.propagation_shift_s(tree, flows, link_s, p.acks),
     )
 
 
@@ -882,66 +974,74 @@ class _TransportArgs(TypedDict, total=False):
     ring_path: str
 
 
-def _send(
-    fab: Fabric,
-    flows: list[Flow],
-    pk: Packetizer,
-    seed: int,
-    bound: float,
-    timeline: faults.Timeline,
-    fault: str | None,
-    tp: Transport,
-    rtts: dict[int, int],
-    trace_path: Path,
-    reps: bool,
-    waits: dict[int, float],
-) -> SendReport:
+def _send(plan: Plan, trace_path: Path) -> SendReport:
+    """Send the collective (traffic.sender), the timeline started with the senders; their PIDs recorded while
+    they run, so that `testbed clean` can kill them after a crash."""
+    fab = plan.fab
     prefix = fab.spec.prefix
     pids: list[int] = []
 
     def started(pid: int) -> None:  # recorded so that `testbed clean` can kill it after a crash
         pids.append(pid)
         state.record_pid(prefix, pid)
-        timeline.start()
+        plan.timeline.start()
 
     try:
-        freeze = (
-            RepsFreeze(
-                os.path.join(pin_dir(prefix), "reps"),
-                Dims.of(fab.tree).n_flows,
-                round(reps_freeze_s(fab.spec.rate_bps) * 1e9),
-            )
-            if reps
-            else None
+        senders = Senders(
+            endpoints(fab.tree),
+            plan.flows,
+            plan.pk,
+            seed=plan.p.seed,
+            fault=for_sender(plan.fault),
+            line_rate_bps=fab.spec.rate_bps,
+            **_transport_args(plan, trace_path),
         )
-        transport: _TransportArgs = (
-            {
-                "transport": tp,
-                "paths": _paths(fab.tree, flows),
-                "base_rtts_ns": rtts,
-                "reps": freeze,
-                "after_ns": {fid: round(w * 1e9) for fid, w in waits.items()},
-                "trace_path": str(trace_path),
-                "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0]),
-            }
-            if tp.on
-            else {}
-        )
-        # a transport run can take longer: timeouts, and windows smaller than the BDP
-        timeout_s = (
-            10 * bound
-            + 10
-            + max((f.start_bits for f in flows), default=0) / fab.spec.rate_bps
-            + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0)
-        )
-        if fault is not None and fault.startswith("deadline:"):  # a fault: the senders give up that early
-            timeout_s, fault = int(fault.split(":")[1]) / 1e3, None
-        return Senders(endpoints(fab.tree), flows, pk, seed, fault, fab.spec.rate_bps, **transport).run(
-            timeout_s=timeout_s, on_start=started
-        )
+        return senders.run(timeout_s=_send_timeout_s(plan), on_start=started)
     finally:
         for pid in pids:
             state.record_pid(prefix, pid, add=False)
+
+
+def _transport_args(plan: Plan, trace_path: Path) -> _TransportArgs:
+    """The senders' transport: its paths, base RTTs, REPS's freeze, chains' waits, trace and ACK ring (none
+    with the transport off)."""
+    fab, tp = plan.fab, plan.tp
+    if not tp.on:
+        return {}
+    prefix = fab.spec.prefix
+    freeze = (
+        RepsFreeze(
+            map_path=os.path.join(pin_dir(prefix), "reps"),
+            entries=Dims.of(fab.tree).n_flows,
+            freeze_ns=round(reps_freeze_s(fab.spec.rate_bps) * 1e9),
+        )
+        if plan.p.scheme is Scheme.REPS
+        else None
+    )
+    waits = metrics.chain_wait_s(fab.tree, plan.flows, plan.prop.link_s)  # chained flows: their input's propagation
+    return {
+        "transport": tp,
+        "paths": _paths(fab.tree, plan.flows),
+        "base_rtts_ns": plan.rtts,
+        "reps": freeze,
+        "after_ns": {fid: round(w * 1e9) for fid, w in waits.items()},
+        "trace_path": str(trace_path),
+        "ring_path": os.path.join(pin_dir(prefix), RINGBUF_MAPS[0]),
+    }
+
+
+def _send_timeout_s(plan: Plan) -> float:
+    """How long the senders may take: ten bounds and ten seconds, the latest start, and for a transport run more
+    (timeouts, windows smaller than the BDP); the fault deadline:MS gives up that early."""
+    if isinstance(plan.fault, Deadline):
+        return plan.fault.ms / 1e3
+    bound, tp = plan.bounds.bound, plan.tp
+    return (
+        10 * bound
+        + 10
+        + max((f.start_bits for f in plan.flows), default=0) / plan.fab.spec.rate_bps
+        + (20 * bound + 100 * tp.base_rtt_ns / 1e9 if tp.on else 0)
+    )
 
 
 def _manifest_summary(r: Result) -> dict[str, Any]:
@@ -1045,13 +1145,9 @@ def _drops_by_port(
 
 
 def _ideal_place(
-    fab: Fabric,
-    p: RunParams,
-    flows: list[Flow],
-    pk: Packetizer,
+    plan: Plan,
+    *,
     configs: list[SchemeConfig],
-    prop: Propagated,
-    cc: bool,
     failures: bool,
     cct_increase: float,
     stages: dict[str, dict[str, float]],
@@ -1059,6 +1155,7 @@ def _ideal_place(
 ) -> dict[str, Any]:
     """The run's place in the ideal fabric's distribution for its flows (testbed.measure.envelope), or why it
     has none."""
+    fab, p, flows, pk = plan.fab, plan.p, plan.flows, plan.pk
     schemes = set(configs)  # at the start and at the end of the run
     why = (
         "switches run different schemes"
@@ -1066,7 +1163,7 @@ def _ideal_place(
         else "ACKs on"
         if p.acks
         else "congestion control"
-        if cc
+        if plan.tp.on
         else "load below 1"
         if p.load < 1
         else "link failures"
@@ -1086,7 +1183,7 @@ def _ideal_place(
         config,
         flows,
         pk,
-        prop.link_pkts,
+        plan.prop.link_pkts,
         buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk)),  # the fabric's own
         ecmp=_ecmp_inputs(fab, flows, p.seed) if config.scheme is Scheme.ECMP else None,
     )
@@ -1105,8 +1202,3 @@ def _ecmp_inputs(fab: Fabric, flows: list[Flow], seed: int) -> ideal.EcmpInputs:
         assert cfg is not None  # an array map: every switch id has an entry
         seeds[sw.name] = int(cfg.seed)
     return ideal.EcmpInputs(seeds, {f.fid: source_port(f.fid, seed) for f in flows})
-
-
-def _sender_fault(inject: str | None) -> str | None:
-    """The part of an injected fault that the senders carry out (the NICs' own are set up here)."""
-    return None if inject is None or inject == "nic-burst" or inject.startswith("nic-slow:") else inject

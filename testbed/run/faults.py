@@ -9,6 +9,11 @@ A timeline is a JSON list of actions at offsets from the collective's start:
 Everything is parsed and checked (links exist, durations are valid) before
 any kernel object is touched. Links are set down and up with
 testbed.fabric.links.set_link; the link watcher reacts to the kernel's events.
+
+The timeline's JSON is read here only (parse_timeline: the API checks a run's timeline with it before the
+fabric is touched, the run reads it with it). It shares nothing with the faults injected on purpose for the
+verdict's tests (a run's `inject` option, traffic/faults.py), which act on the senders and the NICs, not on
+links.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ..fabric import links
 from ..models import control
@@ -30,10 +35,14 @@ class FaultError(ValueError):
     """Bad fault action or timeline."""
 
 
+Kind = Literal["fail", "heal", "flap"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+
+
 @dataclass(frozen=True)
 class Action:
     at_s: float
-    kind: str  # fail, heal, flap
+    kind: Kind
     link: str
     period_s: float = 0.2
     count: int = 1
@@ -50,7 +59,7 @@ def parse_timeline(path: str, tree: FatTree) -> list[Action]:
         raise FaultError("a timeline is a JSON list of actions")
     out = []
     for i, item in enumerate(raw):
-        kinds = [k for k in ("fail", "heal", "flap") if k in item]
+        kinds = [k for k in KINDS if k in item]
         if len(kinds) != 1 or "at" not in item:
             raise FaultError(f"timeline entry {i}: needs 'at' and one of fail, heal, flap")
         kind = kinds[0]
@@ -63,7 +72,7 @@ def parse_timeline(path: str, tree: FatTree) -> list[Action]:
         count = int(item.get("count", 1))
         if count < 1:
             raise FaultError(f"timeline entry {i}: count must be >= 1")
-        out.append(Action(at, kind, ln.name, period, count))
+        out.append(Action(at_s=at, kind=kind, link=ln.name, period_s=period, count=count))
     return sorted(out, key=lambda a: a.at_s)
 
 

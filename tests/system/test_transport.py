@@ -83,7 +83,7 @@ def test_cca_delivers_a_permutation_exactly_once(fab: Fabric, tmp_path: Any, cc:
 def test_loss_recovery_through_a_small_buffer(fab: Fabric, tmp_path: Any) -> None:
     """Eight-packet buffers under a 2-to-1 incast drop; DCTCP recovers every packet, once."""
     r, w = go(
-        fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer_bytes=8 * 4158, seed=3, base_rtt_pkts=40
+        fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer=8 * 4158, seed=3, base_rtt_pkts=40
     )
     assert r["drops_detail"]["buffer"] > 0
     assert r["transport"]["retransmits"] > 0
@@ -95,7 +95,7 @@ def test_loss_recovery_through_a_small_buffer(fab: Fabric, tmp_path: Any) -> Non
 def test_a_timeout_freezes_reps(fab: Fabric, tmp_path: Any) -> None:
     """Three-packet buffers: REPS loses packets, some flows time out, and each timeout freezes its connection
     (the NIC then cycles through its stored entropies): every packet still arrives exactly once."""
-    r, _ = go(fab, tmp_path / "run", "permutation", MB, Scheme.REPS, cc="dctcp", buffer_bytes=3 * 4158, seed=2)
+    r, _ = go(fab, tmp_path / "run", "permutation", MB, Scheme.REPS, cc="dctcp", buffer=3 * 4158, seed=2)
     exactly_once(r)
     timeouts = sum(f["timeouts"] for f in r["flow_stats"])
     hl = r["host_lb"]
@@ -123,7 +123,7 @@ def test_dctcp_halves_its_window_under_persistent_marking(fab: Fabric, tmp_path:
 
 
 def test_swift_holds_the_bottleneck_near_its_target(fab: Fabric, tmp_path: Any) -> None:
-    r, w = go(fab, tmp_path / "run", "incast", 4 * MB, Scheme.ECMP, cc="swift", base_rtt_pkts=40, buffer_bytes=4 * MB)
+    r, w = go(fab, tmp_path / "run", "incast", 4 * MB, Scheme.ECMP, cc="swift", base_rtt_pkts=40, buffer=4 * MB)
     exactly_once(r)
     ts = results.load(tmp_path / "run").timeseries
     dst = r["flow_stats"][0]["dst"]
@@ -148,7 +148,7 @@ def test_nscc_decreases_only_with_ecn_and_delay_above_target(fab: Fabric, tmp_pa
         Scheme.ECMP,
         cc="nscc",
         base_rtt_pkts=base,
-        buffer_bytes=4 * MB,
+        buffer=4 * MB,
         fan_in=3,
     )
     exactly_once(r)

@@ -82,9 +82,7 @@ def test_cca_delivers_a_permutation_exactly_once(fab: Fabric, tmp_path: Any, cc:
 
 def test_loss_recovery_through_a_small_buffer(fab: Fabric, tmp_path: Any) -> None:
     """Eight-packet buffers under a 2-to-1 incast drop; DCTCP recovers every packet, once."""
-    r, w = go(
-        fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer=8 * 4158, seed=3, base_rtt_pkts=40
-    )
+    r, w = go(fab, tmp_path / "run", "incast", MB, Scheme.ECMP, cc="dctcp", buffer=8 * 4158, seed=3, base_rtt_pkts=40)
     assert r["drops_detail"]["buffer"] > 0
     assert r["transport"]["retransmits"] > 0
     exactly_once(r)

@@ -14,6 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from testbed.run.sweep import Matrix
+from testbed.topology.timebase import PAPER
+
 pytestmark = pytest.mark.root
 
 
@@ -49,7 +52,7 @@ def test_claims_of_one_experiment(tmp_path: Path) -> None:
     c1 = j["claims"][0]
     assert c1["verdict"] != "no data" and c1["value"] is not None and 90 < c1["value"] <= 102  # Ofan's utilisation
     rows = json.loads((out / "experiments" / "fig1" / "sweep.json").read_text())
-    assert rows["matrix"]["propagation"] == "paper"
+    assert Matrix.from_json(rows["matrix"]).values("propagation") == (PAPER,)  # the default: not in the JSON
     assert len(list((out / "experiments" / "fig1" / "rows").glob("*.json"))) == 18  # 3 schemes x 2 loads x 3 seeds
     md = (out / "claims.md").read_text()
     assert "| C1 |" in md and "| C27 |" in md

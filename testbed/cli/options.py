@@ -3,7 +3,7 @@
 help. Nothing here names an option but the plural spellings a sweep also accepts (`--sizes` for `--size`).
 
     run      every option, one value each (--workload required)
-    compare  one value each, but --scheme and --seed take lists (schemes x seeds)
+    compare  one value each, but --scheme and --seed take lists (schemes x seeds); NONE ones are not offered
     sweep    a DIMENSION option takes a comma-separated list, a FIXED one a value; NONE ones are not offered
 """
 
@@ -110,8 +110,8 @@ def add(parser: argparse.ArgumentParser, kind: str, only: Iterable[str] | None =
     for s in specs():
         if keep is not None and s.name not in keep:
             continue
-        if kind == SWEEP and s.sweep is Sweep.NONE:
-            continue
+        if kind != RUN and s.sweep is Sweep.NONE:
+            continue  # e.g. the pipe size: a sweep's and compare's scheme items carry it (pofan:4)
         title = s.decl.group
         if title not in groups:
             groups[title] = parser.add_argument_group(f"{title} options")

@@ -128,7 +128,7 @@ def test_finished_sweep_runs_nothing(uninterrupted: Path) -> None:
     r = sweep(uninterrupted)
     assert r.returncode == 0 and "all 8 cells are done" in r.stdout
     rows = json.loads((uninterrupted / "sweep.json").read_text())
-    assert rows["matrix"]["schemes"] == ["ecmp", "ofan"]
+    assert rows["matrix"]["options"]["scheme"] == ["ecmp", "ofan"]
     assert (uninterrupted / "results.parquet").stat().st_mtime_ns >= before
 
 

@@ -442,7 +442,7 @@ def _transport(e: Evidence) -> list[str]:
 
 
 def _ideal(e: Evidence) -> list[str]:
-    if e.ideal is not None and e.ideal.get("placed"):
+    if e.ideal is not None and e.ideal.get("placed") and e.ideal.get("judged", True):
         return [f"against the ideal fabric: {r}" for r in e.ideal["reasons"]]
     return []
 
@@ -726,7 +726,9 @@ CRITERIA: tuple[Criterion, ...] = (
         check=_ideal,
         figures=("ideal",),
         measures=(
-            "for a run the ideal fabric models (ECMP, RPS, RR, JSQ, Ofan, pOfan; one flow per host in full "
+            "for a run the ideal fabric models (ECMP, RPS, Ofan, pOfan judged; RR and JSQ placed, not judged: their "
+            "result depends on the order of simultaneous arrivals, which the kernel fixes and the draws take at "
+            "random; one flow per host in full "
             "frames, load 1, no ACKs, no congestion control, no failure, at most "
             f"{envelope.MAX_FRAME_DRAWS:,} frames x draws), its CCT increase and each switch stage's largest "
             "queue (not the NICs': they hold the senders' prefill) against the ideal fabric's "

@@ -1187,10 +1187,9 @@ def _ideal_place(
         buckets_bytes=(fab.spec.burst, nic_burst_of(fab.spec, pk)),  # the fabric's own
         ecmp=_ecmp_inputs(fab, flows, p.seed) if config.scheme is Scheme.ECMP else None,
     )
-    return {
-        "placed": True,
-        **envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()}, allowance),
-    }
+    placed = envelope.place(env, cct_increase, {s: q["max_pkts"] for s, q in stages.items()}, allowance)
+    why_not = envelope.not_judged(config)
+    return {"placed": True, "judged": not why_not, **({"why_not_judged": why_not} if why_not else {}), **placed}
 
 
 def _ecmp_inputs(fab: Fabric, flows: list[Flow], seed: int) -> ideal.EcmpInputs:

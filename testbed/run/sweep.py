@@ -416,6 +416,7 @@ def fidelity_columns(f: dict[str, Any]) -> dict[str, Any]:
     row["fidelity_cpu_busiest_window_s"] = float(window.get("window_s", nan))
     placed = f.get("ideal") or {}  # the ideal fabric's distribution
     on = bool(placed.get("placed"))
+    row["fidelity_ideal_judged"] = on and bool(placed.get("judged", True))  # RR, JSQ: placed, not judged
     for name in ("z", "percentile", "limit"):
         row[f"fidelity_ideal_cct_{name}"] = float(placed[f"cct_increase_{name}"]) if on else nan
     for stage in SWITCH_STAGES:  # each stage's largest queue against the ideal fabric's limit for it

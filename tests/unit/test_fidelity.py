@@ -213,6 +213,25 @@ def test_a_run_outside_the_ideal_fabric_is_flagged() -> None:
     assert fidelity.verdict(dataclasses.replace(clean(), ideal={"placed": False, "why_not": "ACKs on"})).valid
 
 
+def test_an_order_dependent_scheme_is_placed_but_not_judged() -> None:
+    """RR and JSQ depend on the order in which a switch serves simultaneous arrivals (the registry's
+    arrival_order), which the kernel fixes and the draws take at random: their place is reported, never a
+    reason; the other schemes the ideal fabric models are judged."""
+    from testbed.measure import envelope
+    from testbed.models.schemes import Scheme, SchemeConfig
+
+    judged = {s for s in Scheme if s.traits.ideal and not envelope.not_judged(SchemeConfig(s))}
+    assert judged == {Scheme.ECMP, Scheme.RPS, Scheme.OFAN, Scheme.POFAN}
+    assert "placed, not judged" in envelope.not_judged(SchemeConfig(Scheme.RR))
+    env = envelope.Envelope((0.10, 0.12, 0.15, 0.08, 0.11), {"edge_host": (5, 6, 4, 5, 6)})
+    far = envelope.place(env, 0.90, {"edge_host": 15}, allowance=0.001)  # RR's kernel against random order
+    assert len(far["reasons"]) == 2
+    rr = {"placed": True, "judged": False, "why_not_judged": envelope.not_judged(SchemeConfig(Scheme.RR)), **far}
+    v = fidelity.verdict(dataclasses.replace(clean(), ideal=rr))
+    assert v.valid and v.reasons == [] and v.ideal is not None and v.ideal["cct_increase_z"] > 3
+    assert not fidelity.verdict(dataclasses.replace(clean(), ideal={**rr, "judged": True})).valid
+
+
 def test_the_envelope_is_cached_by_its_inputs(tmp_path: Path) -> None:
     from testbed.measure import envelope
     from testbed.models.schemes import Scheme, SchemeConfig

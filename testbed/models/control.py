@@ -258,3 +258,55 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
     marg = res.ineqlin.marginals
     bottlenecks = [tree.ports[g].label for g, m in zip(gids, marg, strict=False) if m < -1e-9]
     return RhoMax(rho, bottlenecks, unreachable)
+
+
+def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
+    """The other reading of rho_max: the largest rho at which every switch splitting each destination's
+    traffic evenly over its valid uplinks (as Ofan's rotation does, paper section 4.1: invalid ports skipped,
+    one packet per valid port per round) keeps every directed link within its capacity. Each flow sends
+    rho x line rate x its share of its host's bytes, as in `rho_max`; an edge switch splits it evenly over
+    the uplinks valid for its destination edge, an aggregation switch over the core links valid for its
+    destination pod. Never above `rho_max`, the best split's."""
+    r = Reach(tree, failed)
+    host_bytes: dict[int, int] = {}
+    for f in flows:
+        host_bytes[f.src] = host_bytes.get(f.src, 0) + f.size_bytes
+    load: dict[int, float] = {}
+    unreachable = []
+    for f in flows:
+        src, dst = tree.hosts[f.src], tree.hosts[f.dst]
+        if not r.reachable(src, dst):
+            unreachable.append(f.fid)
+            continue
+        for port, share in _even_hops(tree, r, src, dst):
+            load[port.gid] = load.get(port.gid, 0.0) + share * f.size_bytes / host_bytes[f.src]
+    if not load:
+        return RhoMax(0.0, [], unreachable)
+    top = max(load.values())
+    rho = min(1.0, 1.0 / top)
+    bottlenecks = sorted(tree.ports[g].label for g, v in load.items() if v >= top - 1e-9) if top > 1 else []
+    return RhoMax(rho, bottlenecks, unreachable)
+
+
+def _even_hops(tree: FatTree, r: Reach, src: Node, dst: Node) -> list[tuple[Port, float]]:
+    """The egress ports a flow from `src` to `dst` crosses under an even split at every switch, each with the
+    fraction of the flow it carries."""
+    e_s, e_d = tree.by_name[tree.edge_of(src.name)], tree.by_name[tree.edge_of(dst.name)]
+    out = [(tree.port(src.name, e_s.name), 1.0)]
+    if e_s == e_d:
+        return [*out, (tree.port(e_d.name, dst.name), 1.0)]
+    ups = tree.uplinks(e_s.name)
+    valid = [p for slot, p in enumerate(ups) if r.edge_mask(e_s, e_d) >> slot & 1]
+    for up1 in valid:
+        a, share = tree.by_name[up1.peer], 1.0 / len(valid)
+        out.append((up1, share))
+        if a.pod == dst.pod:
+            out.append((tree.port(a.name, e_d.name), share))
+            continue
+        cores = [p for slot, p in enumerate(tree.uplinks(a.name)) if r.agg_mask(a, dst.pod) >> slot & 1]
+        a2 = r.agg(dst.pod, a.index)
+        for up2 in cores:
+            out += [(up2, share / len(cores)), (tree.port(up2.peer, a2), share / len(cores))]
+        out.append((tree.port(a2, e_d.name), share))
+    out.append((tree.port(e_d.name, dst.name), 1.0))
+    return out

@@ -160,24 +160,25 @@ def _check(fab: Fabric, p: RunParams) -> Checked:
 
 
 def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[str, Any]]:
-    """The hosts' paced rate: load x line rate, or with --pace rho_max at most rho_max of the links that are up;
-    and what the manifest says of rho_max."""
-    rho: dict[str, Any] = {"paced": False}
-    pace = p.load
-    if p.pace == "rho_max":
-        failed_now = faults.current_failed(fab.tree)
-        rm = control.rho_max(fab.tree, flows, failed_now)
-        if rm.rho <= 0:
-            raise RunError("rho_max is 0: no flow of this workload can be carried over the links that are up")
-        pace = min(p.load, rm.rho)
-        rho = {
-            "paced": True,
-            "rho_max": rm.rho,
-            "bottlenecks": rm.bottlenecks,
-            "unreachable_flows": rm.unreachable_flows,
-            "failed_links": [ln.name for ln in failed_now],
-        }
-    return host_rate_bps(fab.spec.rate_bps, pace), rho
+    """The hosts' paced rate: load x line rate, or with --pace rho_max (rho_even) at most the best split's
+    (an even split's) rate over the links that are up; and what the manifest says of both readings."""
+    if p.pace == "load":
+        return host_rate_bps(fab.spec.rate_bps, p.load), {"paced": False}
+    failed_now = faults.current_failed(fab.tree)
+    best, even = control.rho_max(fab.tree, flows, failed_now), control.even_split_rho(fab.tree, flows, failed_now)
+    chosen = best if p.pace == "rho_max" else even
+    if chosen.rho <= 0:
+        raise RunError(f"{p.pace} is 0: no flow of this workload can be carried over the links that are up")
+    rho = {
+        "paced": True,
+        "paced_at": p.pace,
+        "rho_max": best.rho,
+        "rho_even": even.rho,
+        "bottlenecks": chosen.bottlenecks,
+        "unreachable_flows": best.unreachable_flows,
+        "failed_links": [ln.name for ln in failed_now],
+    }
+    return host_rate_bps(fab.spec.rate_bps, min(p.load, chosen.rho)), rho
 
 
 def _pace_nics(fab: Fabric, p: RunParams, pk: Packetizer, host_rate: int, fault: Fault | None) -> None:

@@ -101,7 +101,7 @@ def _pace(text: str) -> str:
     return _one_of("pacing", PACES, text)
 
 
-PACES = ("load", "rho_max")
+PACES = ("load", "rho_max", "rho_even")
 W, S, H, T, E, L, F = "workload", "scheme", "hosts", "transport", "ECN", "sampled schemes", "faults"
 
 
@@ -197,8 +197,9 @@ class RunParams:
     )
     pace: str = option(
         "load",
-        "load: hosts paced at --load; rho_max: at min(load, rho_max) of the links that are up (a sweep's cells "
-        "with failures always are)",
+        "load: hosts paced at --load; rho_max: at min(load, rho_max) of the links that are up, the best split's "
+        "rate (a sweep's cells with failures are, unless it says rho_even); rho_even: at min(load, the rate at "
+        "which an even split over each switch's valid uplinks keeps every link within capacity)",
         choices=PACES,
         parse=_pace,
         group=H,

@@ -371,7 +371,7 @@ class Cell:
         v["workload"], extra = _params.VARIANTS.get(self.workload, (self.workload, {}))
         v.update(extra)
         v.update(scheme=self.config.scheme, pipe_size=self.pipe_size)
-        if self.failure > 0:
+        if self.failure > 0 and v.get("pace") != "rho_even":
             v["pace"] = "rho_max"
         if self.cc == "none":  # a base RTT delays a congestion controller's feedback: none without one
             v.update(base_rtt_pkts=None, base_rtt=None)
@@ -479,6 +479,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     ):
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
+    row["rho_even"] = float(r["rho_max"].get("rho_even", row["rho_max"])) if r["rho_max"].get("paced") else 1.0
     row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))
     t = r.get("transport") or {}
     row["cc"] = cell.cc

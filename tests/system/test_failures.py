@@ -23,7 +23,7 @@ from testbed.run.experiment import run
 from testbed.run.params import RunParams
 from testbed.topology import FatTree
 
-from .helpers import cli, entry, leftovers
+from .helpers import TIMING_RATE_BPS, cli, entry, leftovers
 
 pytestmark = pytest.mark.root
 
@@ -127,6 +127,7 @@ def test_random_failures_paced_at_rho_max() -> None:
             res["switch_counters"],
         )
         assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02
+        assert rho["paced_at"] == "rho_max" and 0 < rho["rho_even"] <= rho["rho_max"]  # both readings reported
         print(
             f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
             f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "
@@ -216,3 +217,19 @@ def test_bad_and_partitioning_failures(tmp_path: Path) -> None:
     finally:
         cli("clean", "--prefix", p)
     assert leftovers(p) == []
+
+
+def test_pace_rho_even_paces_at_the_even_splits_rate() -> None:
+    """With a0_0-c0_0 down at k=4, an inter-pod permutation's best split allows 3/4 of the line rate and an even
+    split 1/2 (tests/unit/test_control_oracle.py derives both): --pace rho_even paces the hosts at 1/2, and
+    Ofan, which splits evenly, delivers everything without a queue that grows with the message."""
+    from testbed.api import build
+
+    with build(k=4, scheme="ofan", rate=TIMING_RATE_BPS, prefix="tre") as fab:
+        fab.fail("a0_0-c0_0")
+        r = fab.run("permutation", "1MB", scheme="ofan", seed=1, inter_pod=True, pace="rho_even", propagation="0")
+    rho = r.rho_max
+    assert rho["paced_at"] == "rho_even" and rho["rho_even"] == pytest.approx(0.5) and rho["rho_max"] > 0.74
+    assert r.host_rate_bps == round(0.5 * r.rate_bps)
+    assert r.packets_received == r.packets_sent and r.drops == 0
+    assert r.queues["agg_core"]["max_pkts"] <= 8, r.queues

@@ -199,3 +199,48 @@ def test_rho_max_hand_cases(case: str) -> None:
 def test_rho_max_fault_free_is_one() -> None:
     tree = FatTree(4)
     assert control.rho_max(tree, stride_flows(tree), []).rho == pytest.approx(1.0)
+
+
+# The even split's reading of the same cases (each switch splits a destination's traffic evenly over its valid
+# uplinks, as Ofan's rotation does): derivations in the same terms.
+EVEN_CASES = {
+    # pod 0's edges still reach every pod through a0_0 (via c0_1), so each sends half its 2 rho there: a0_0
+    # carries 2 rho on its one core link, rho <= 1/2 (the LP's best split gets 3/4).
+    "one aggregation-core link": (["a0_0-c0_0"], 0.5),
+    # e0_0 has one uplink left: it carries 2 rho whatever the split, as in the LP: 1/2.
+    "one edge-aggregation link": (["e0_0-a0_0"], 0.5),
+    # a0_0 reaches no other pod, so the edges' masks leave it out: a0_1 takes 4 rho over two links: 1/2.
+    "both uplinks of one aggregation switch": (["a0_0-c0_0", "a0_0-c0_1"], 0.5),
+    # from pod 0 to pod 1 a0_0 keeps c0_1 only and a0_1 keeps c1_0 only: each edge splits its 2 rho evenly,
+    # each aggregation switch sends 2 rho over its one valid core link: 1/2, as the LP.
+    "two failures in two pods that meet": (["a0_0-c0_0", "a1_1-c1_1"], 0.5),
+    # each failed link is alone on its flows' way (pods 0 and 2 send, 3 and 1 receive through them): 1/2.
+    "two failures in two pods that do not meet": (["a0_0-c0_0", "a2_1-c1_1"], 0.5),
+}
+
+
+@pytest.mark.parametrize("case", list(EVEN_CASES))
+def test_even_split_hand_cases(case: str) -> None:
+    tree = FatTree(4)
+    names, want = EVEN_CASES[case]
+    failed = [control.parse_link(tree, n) for n in names]
+    even = control.even_split_rho(tree, stride_flows(tree), failed)
+    assert even.rho == pytest.approx(want, abs=1e-9)
+    assert even.rho <= control.rho_max(tree, stride_flows(tree), failed).rho + 1e-9  # never above the best split
+    assert even.bottlenecks and even.unreachable_flows == []
+
+
+def test_even_split_is_never_above_the_best_split_and_fault_free_is_one() -> None:
+    tree = FatTree(4)
+    assert control.even_split_rho(tree, stride_flows(tree), []).rho == 1.0
+    rng = random.Random(5)
+    links = control.switch_links(tree)
+    for _ in range(30):
+        failed = rng.sample(links, rng.randint(1, 4))
+        if control.unreachable_pairs(tree, failed):
+            continue
+        even, best = (
+            control.even_split_rho(tree, stride_flows(tree), failed),
+            control.rho_max(tree, stride_flows(tree), failed),
+        )
+        assert 0 < even.rho <= best.rho + 1e-9, [ln.name for ln in failed]

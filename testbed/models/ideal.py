@@ -28,15 +28,28 @@ inter-pod permutation's CCT then grows by exactly 6 links x the delay, and
 `flow_done` (each flow's last delivery) gives the analytic shift that
 testbed.measure.metrics applies to a kernel run, to compare (docs/methods/timebase.md).
 
+Two link models. The one above (`link="emulator"`, the default) is the
+emulator's. `link="paper"` is the paper's simulator's (htsim's queues and
+pipes): every port serves one frame at a time, for one packet time, FIFO; a
+frame reaches the next node when its last bit has crossed the link (its
+wire time, then `propagation`), and a switch sends it on only then
+(store-and-forward), so each hop adds a packet time. Its bound is
+paper_bound_pkts: N + (L - 1) + L x propagation for a flow of N frames over
+L links. Neither model has ACKs: a flow is done when its last frame is
+delivered.
+
 Schemes: ECMP (one uplink per flow and switch: the switches' own hash of the
 flow's 5-tuple when the run's EcmpInputs are given, so every draw takes the
 uplinks the kernel took; else uniform), RPS (uniform per
-packet), RR (one pointer per switch), JSQ (fewest frames waiting, random
+packet; or, `spray="entropies"`, htsim's oblivious spraying: each flow's frames
+carry a shuffled round robin over `entropies` values and each switch hashes
+(flow, entropy) onto an uplink), RR (one pointer per switch), JSQ (fewest frames waiting, random
 among ties), Ofan and pOfan (the pointers of decisions.ofan_port per switch or
 pipe, destination key and size class, their start drawn as switches.py
 draws it, from this module's seed),
 with every uplink valid. Workloads: one flow per host (permutation,
-inter-pod permutation, ring, stride) in full frames. Pure Python, no kernel:
+inter-pod permutation, ring, stride, or a connection matrix of such flows
+all starting at 0, as the htsim twin's) in full frames. Pure Python, no kernel:
 k=16 (262,144 frames) takes about 8 s, the k=64 leaf-spine 13 s.
 """
 
@@ -64,6 +77,9 @@ LINK_BUCKET = 2.0
 NIC_BUCKET = 1.25
 MAX_FRAME_BYTES = 4200 + 14
 ORDERS = ("random", "fixed")  # of frames reaching one switch at one instant
+LINKS = ("emulator", "paper")  # the link models: the fabric's token buckets, or htsim's serialising ports
+SPRAYS = ("switch", "entropies")  # RPS: each switch's own draw, or the host's entropy hashed by each switch
+ENTROPIES = 8192  # htsim's -paths as the twin ran it (testbed.measure.htsim.ENTROPIES)
 
 
 IPPROTO_UDP = 17
@@ -104,6 +120,7 @@ class _Bucket:
     """A FIFO token bucket of one frame per packet time."""
 
     __slots__ = ("size", "t", "tokens", "waiting")
+    service = 0.0  # a frame leaves at once: no serialisation of its own
 
     def __init__(self, size: float) -> None:
         self.size, self.tokens, self.t = size, size, 0.0
@@ -125,6 +142,45 @@ class _Bucket:
 
     def queued(self, now: float) -> int:
         return sum(1 for d in self.waiting if d > now)
+
+    def start_at(self, t: float) -> None:
+        """Nothing leaves before t (a NIC's release); the bucket stays full."""
+        self.t = t
+
+
+class _Port:
+    """htsim's queue and its link's serialisation: one frame in service at a time, for one packet time, FIFO."""
+
+    __slots__ = ("free", "starts")
+    service = 1.0  # a full frame occupies its port for its wire time
+
+    def __init__(self) -> None:
+        self.free = 0.0  # when the frame last in line has left
+        self.starts: deque[float] = deque()  # service starts of the frames not yet fully sent, in order
+
+    def send(self, arrival: float) -> tuple[float, int]:
+        """(when the last bit of a frame that arrives now has left, frames waiting for service once it joined:
+        the one in service not counted). Arrivals come in time order."""
+        self._drop(arrival)
+        start = max(arrival, self.free)
+        self.free = start + 1.0
+        self.starts.append(start)
+        return self.free, len(self.starts) - (1 if self.starts[0] <= arrival else 0)
+
+    def queued(self, now: float) -> int:
+        """Frames at the port, the one in service included (htsim's queue size, in frames)."""
+        self._drop(now)
+        return len(self.starts)
+
+    def start_at(self, t: float) -> None:
+        self.free = t
+
+    def _drop(self, now: float) -> None:
+        while self.starts and self.starts[0] + 1.0 <= now:
+            self.starts.popleft()
+
+
+_Server = _Bucket | _Port
 
 
 def check(config: SchemeConfig, flows: list[Flow], pk: Packetizer) -> None:
@@ -152,6 +208,9 @@ def simulate(
     propagation: float = 0.0,
     buckets_bytes: tuple[int, int] | None = None,
     ecmp: EcmpInputs | None = None,
+    link: str = "emulator",
+    spray: str = "switch",
+    entropies: int = ENTROPIES,
 ) -> IdealResult:
     """Play `flows` through `tree` under `config`; `seed` draws the initial
     pointers and the random choices. Frames at one switch at one instant are
@@ -161,22 +220,30 @@ def simulate(
     order are). Every link delays a frame by `propagation` packet times. `buckets_bytes` (the links' and the
     NICs' buckets in bytes of line time, a fabric's own: FabricSpec.burst and the run's NIC bucket) overrides
     `link_bucket` and `nic_bucket`, which count maximum-size frames of the default MTU. `ecmp` (a run's hash
-    inputs) makes ECMP take the switches' own choices instead of uniform ones."""
-    if order not in ORDERS:
-        raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    inputs) makes ECMP take the switches' own choices instead of uniform ones. `link="paper"` serialises
+    every frame at every port instead (htsim's links: no buckets), and `spray="entropies"` makes RPS spray
+    as htsim's oblivious load balancer does, over `entropies` values per flow."""
+    check_options(config, order, link, spray, entropies)
     if propagation < 0:
         raise SchemeError(f"propagation must be >= 0 packet times, got {propagation}")
+    if link == "paper" and buckets_bytes is not None:
+        raise SchemeError("the paper's link model serialises every frame: it has no buckets to give")
     pk = pk or Packetizer()
     check(config, flows, pk)
     link_bucket, nic_bucket = _buckets(pk, link_bucket, nic_bucket, buckets_bytes)
     rng = random.Random(seed)  # the round-robin pointers' starts, then the NICs' releases, in that order
-    links = _Links.of(tree, config, link_bucket, nic_bucket)
-    next_hop = _router(tree, config, links, _SchemeInputs(flows=flows, seed=seed, rng=rng, pk=pk, ecmp=ecmp))
+    links = _Links.of(tree, config, (link_bucket, nic_bucket) if link == "emulator" else None)
+    inputs = _SchemeInputs(flows=flows, seed=seed, rng=rng, pk=pk, ecmp=ecmp)
+    spray_slot = _entropy_slots(tree, inputs, entropies) if spray == "entropies" else None
+    next_hop = _router(tree, config, links, inputs, spray_slot)
     tie_of = _tie_order(seed) if order == "random" else None
     events, first = _release(flows, links, rng, pk.count, start_jitter, _Hop(propagation, tie_of))
     frames = len(events)
     done, delivered, max_queue = _play(events, next_hop, links, _Hop(propagation, tie_of))
-    bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
+    if link == "emulator":
+        bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
+    else:
+        bound = paper_bound_pkts(tree, flows, pk, propagation)
     last = max(done.values(), default=first)
     return IdealResult(
         cct_pkts=last - first,
@@ -188,13 +255,33 @@ def simulate(
     )
 
 
+def check_options(
+    config: SchemeConfig,
+    order: str = "random",
+    link: str = "emulator",
+    spray: str = "switch",
+    entropies: int = ENTROPIES,
+) -> None:
+    """SchemeError for an option of simulate() that it does not know, or that does not apply to `config`."""
+    if order not in ORDERS:
+        raise SchemeError(f"order must be one of {', '.join(ORDERS)}, got {order!r}")
+    if link not in LINKS:
+        raise SchemeError(f"link must be one of {', '.join(LINKS)}, got {link!r}")
+    if spray not in SPRAYS:
+        raise SchemeError(f"spray must be one of {', '.join(SPRAYS)}, got {spray!r}")
+    if spray == "entropies" and config.scheme is not Scheme.RPS:
+        raise SchemeError(f"spraying over entropies is a way of doing rps, not {config.label}")
+    if not (1 <= entropies <= 1 << 16) or entropies & (entropies - 1):
+        raise SchemeError(f"entropies must be a power of two from 1 to 65536 (htsim's), got {entropies}")
+
+
 @dataclass(frozen=True)
 class _Links:
     """The fabric as simulate() walks it: each directed link's bucket (by its two ends) and stage, the
     switches' uplinks and the cores' downlink per pod, pOfan's pipe of each switch port, and the hosts' names,
     pods and edge switches."""
 
-    buckets: dict[tuple[str, str], _Bucket]
+    buckets: dict[tuple[str, str], _Server]
     stage_of: dict[tuple[str, str], Stage]
     up: dict[str, list[str]]  # LB switch -> the peers of its uplinks, by slot
     core_down: dict[str, dict[int, str]]  # core -> pod -> its aggregation switch there
@@ -204,13 +291,17 @@ class _Links:
     edge_of: dict[str, str]
 
     @classmethod
-    def of(cls, tree: FatTree, config: SchemeConfig, link_bucket: float, nic_bucket: float) -> _Links:
+    def of(cls, tree: FatTree, config: SchemeConfig, sizes: tuple[float, float] | None) -> _Links:
+        """`sizes`: the links' and the NICs' buckets (the emulator's links), or None (the paper's ports)."""
         by_name = tree.by_name
         hosts = tree.hosts
-        buckets: dict[tuple[str, str], _Bucket] = {}
+        buckets: dict[tuple[str, str], _Server] = {}
         stage_of: dict[tuple[str, str], Stage] = {}
         for p in tree.ports:
-            buckets[(p.node, p.peer)] = _Bucket(nic_bucket if by_name[p.node].is_host else link_bucket)
+            if sizes is None:
+                buckets[(p.node, p.peer)] = _Port()
+            else:
+                buckets[(p.node, p.peer)] = _Bucket(sizes[1] if by_name[p.node].is_host else sizes[0])
             stage_of[(p.node, p.peer)] = p.stage
         pipe_of: dict[tuple[str, str], int] = {}
         if config.scheme is Scheme.POFAN:
@@ -246,12 +337,37 @@ class _SchemeInputs:
     ecmp: EcmpInputs | None
 
 
-_NextHop = Callable[[str, str, str, int, float], str]  # (at, from, destination host, flow id, now) -> next node
+# (at, from, destination host, flow id, frame number, now) -> next node
+_NextHop = Callable[[str, str, str, int, int, float], str]
+_SpraySlot = Callable[[str, int, int], int]  # (switch, flow id, frame number) -> uplink slot
 
 
-def _router(tree: FatTree, config: SchemeConfig, links: _Links, inputs: _SchemeInputs) -> _NextHop:
+def _entropy_slots(tree: FatTree, inputs: _SchemeInputs, entropies: int) -> _SpraySlot:
+    """htsim's oblivious spraying (UecMpOblivious, FatTreeSwitch::getNextHop): each flow's frames carry a
+    shuffled round robin over `entropies` values (frame n: (n mod E) XOR a random mask, drawn anew each round
+    of E frames), and each switch hashes (flow, entropy) with its own salt onto an uplink. Both from streams
+    of this module's seed, none from the switches' own draws."""
+    w, seed = tree.w, inputs.seed
+    masks: dict[int, list[int]] = {}
+    for f in inputs.flows:
+        rounds = -(-inputs.pk.count(f.size_bytes) // entropies)
+        draw = random.Random(f"{seed}/flow{f.fid}/entropies")
+        masks[f.fid] = [draw.randrange(entropies) for _ in range(max(rounds, 1))]
+    salts = {sw.name: random.Random(f"{seed}/{sw.name}/salt").getrandbits(64) for sw in tree.switches}
+
+    def slot(sw: str, fid: int, n: int) -> int:
+        entropy = (n % entropies) ^ masks[fid][n // entropies]
+        return _mix(salts[sw] ^ _mix((fid << 20) ^ entropy)) % w
+
+    return slot
+
+
+def _router(
+    tree: FatTree, config: SchemeConfig, links: _Links, inputs: _SchemeInputs, spray_slot: _SpraySlot | None = None
+) -> _NextHop:
     """The next node of a frame at a switch: downward by destination, exactly; upward the scheme's choice
-    (every uplink valid), from each switch's own random stream and state."""
+    (every uplink valid), from each switch's own random stream and state (RPS with `spray_slot`: the frame's
+    entropy hashed by the switch)."""
     scheme, ecmp = config.scheme, inputs.ecmp
     w = tree.w
     n_keys = max(tree.n_edges, tree.k)
@@ -266,7 +382,7 @@ def _router(tree: FatTree, config: SchemeConfig, links: _Links, inputs: _SchemeI
     src_of = {f.fid: links.host_name[f.src] for f in inputs.flows}
     cls = decisions.size_class(inputs.pk.frame_len(inputs.pk.payload))
 
-    def next_hop(sw: str, prev: str, dst: str, fid: int, now: float) -> str:
+    def next_hop(sw: str, prev: str, dst: str, fid: int, n: int, now: float) -> str:
         node = by_name[sw]
         dst_edge = edge_of[dst]
         if node.level is Level.EDGE:
@@ -288,6 +404,8 @@ def _router(tree: FatTree, config: SchemeConfig, links: _Links, inputs: _SchemeI
                 slot = ecmp_slot[(fid, sw)] = ecmp.slot(tree, sw, src_of[fid], dst, fid)
         elif s is Scheme.ECMP:
             slot = ecmp_slot.setdefault((fid, sw), rng.randrange(w))
+        elif spray_slot is not None:  # RPS over entropies (simulate() checks the scheme)
+            slot = spray_slot(sw, fid, n)
         elif s is Scheme.RPS:
             slot = rng.randrange(w)
         elif s is Scheme.RR:
@@ -342,7 +460,8 @@ def _release(
     flows: list[Flow], links: _Links, rng: random.Random, count: Callable[[int], int], jitter: float, hop: _Hop
 ) -> tuple[list[_Event], float]:
     """Every frame through its source's NIC (each NIC released at a uniform draw within `jitter` packet times,
-    its queue full), as the events of their arrival at the edge switch (a heap), and the first departure."""
+    its queue full), as the events of their arrival at the edge switch (a heap; with the paper's links, of
+    their last bit), and the first departure (of a first bit)."""
     events: list[_Event] = []
     first = float("inf")
     buckets, host_name, edge_of = links.buckets, links.host_name, links.edge_of
@@ -351,10 +470,10 @@ def _release(
         src, dst = host_name[f.src], host_name[f.dst]
         nic = buckets[(src, edge_of[src])]
         release = rng.uniform(0.0, jitter) if jitter else 0.0
-        nic.t = release
+        nic.start_at(release)
         for n in range(count(f.size_bytes)):
             t, _ = nic.send(release)
-            first = min(first, t)
+            first = min(first, t - nic.service)
             tie = tie_of(f.fid, n, 0) if tie_of is not None else float(f.src)  # fixed: by source host
             events.append((_at(t + propagation), 0, tie, edge_of[src], src, dst, f.fid, n))
     heapq.heapify(events)
@@ -377,7 +496,7 @@ def _play(
             done[fid] = max(done.get(fid, now), now)
             delivered += 1
             continue
-        nxt = next_hop(at, prev, dst, fid, now)
+        nxt = next_hop(at, prev, dst, fid, n, now)
         link = (at, nxt)
         t, q = buckets[link].send(now)
         label = stage_of[link].label
@@ -451,3 +570,20 @@ def _bound_pkts(
         *(n - nic_bucket + links * propagation for n, links in sent.values()),
         *(n - link_bucket + links * propagation for n, links in recv.values()),
     )
+
+
+def paper_bound_pkts(tree: FatTree, flows: list[Flow], pk: Packetizer, propagation: float = 0.0) -> float:
+    """The CCT lower bound under the paper's link model, in packet times: a host's NIC sends its frames back
+    to back (n packet times from the first bit of the first to the last bit of the last), and the last frame
+    then crosses its path's other L - 1 ports, each serialising it whole (store-and-forward), and its L links,
+    each delaying it by `propagation`: n + (L - 1) + L x propagation. A receiver's edge port carries its n
+    frames back to back after the first of them crossed L - 1 ports and L - 1 links, which gives the same
+    term. The largest over hosts, with the shortest path of each host's flows (one flow per host: its own)."""
+    sent: dict[int, tuple[int, int]] = {}  # host -> (frames, fewest links of its flows)
+    recv: dict[int, tuple[int, int]] = {}
+    for f in flows:
+        n, links = pk.count(f.size_bytes), links_of(tree, f)
+        for host, table in ((f.src, sent), (f.dst, recv)):
+            had, fewest = table.get(host, (0, links))
+            table[host] = (had + n, min(fewest, links))
+    return max(n + (links - 1) + links * propagation for n, links in (*sent.values(), *recv.values()))

@@ -35,7 +35,7 @@ from typing import Any
 import pandas as pd
 
 from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA, Packetizer
-from traffic.workloads import WorkloadError, WorkloadSpec, make_spec
+from traffic.workloads import Flow, WorkloadError, WorkloadSpec, make_spec
 
 from ..dataplane import switches as dataplane_switches
 from ..fabric import state
@@ -546,10 +546,18 @@ def ideal(
     order: str = "random",
     propagation: str | float | Propagation = PAPER,
     on_row: Callable[[dict[str, Any]], None] | None = None,
+    link: str = "emulator",
+    spray: str = "switch",
+    entropies: int = 8192,
+    flows: str | None = None,
+    cm_rate: int | str = "100gbit",
 ) -> list[dict[str, Any]]:
     """The same experiment on the ideal fabric (`testbed ideal`): exact time, no kernel, no root. One row per
     scheme and seed: CCT increase, packet times, largest queue per stage, and with propagation the analytic
-    shift's CCT increase. `on_row` sees each row as it is done."""
+    shift's CCT increase. `on_row` sees each row as it is done. `link="paper"`: htsim's links (every frame
+    serialised at every hop) instead of the emulator's; `spray="entropies"`: rps as htsim's oblivious
+    spraying, over `entropies` values per flow; `workload="cm"` plays the connection matrix `flows`, written
+    for `cm_rate` (docs/methods/ideal-fabric.md)."""
     from ..models import ideal as model
     from ..run.compare import parse_schemes
 
@@ -558,15 +566,23 @@ def ideal(
         seeds_ = _seeds(seeds)
         if start_jitter < 0:
             raise RunError(f"--start-jitter must be >= 0, got {start_jitter}")
+        if spray != "switch" and not any(c.scheme is Scheme.RPS for c in configs):
+            raise RunError(f"--spray {spray} is a way of doing rps: add rps to the schemes")
         tree = FatTree(k, "ideal", topology)
-        nbytes = _size(size)
+        nbytes, rate = _size(size), _rate(cm_rate) or 0
         work = {
-            s: make_spec(WorkloadSpec(workload, nbytes, s, inter_pod=inter_pod), tree.n_hosts, tree.hosts_per_pod)
+            s: make_spec(
+                WorkloadSpec(workload, nbytes, s, inter_pod=inter_pod, flows=flows, cm_rate=rate),
+                tree.n_hosts,
+                tree.hosts_per_pod,
+            )
             for s in seeds_
         }
+        sprays = {c: spray if c.scheme is Scheme.RPS else "switch" for c in configs}
         for c in configs:  # everything is checked before the first simulation
             c.validate(tree.switch_ports)
             model.check(c, work[seeds_[0]], Packetizer())
+            model.check_options(c, order, link, sprays[c], entropies)
         prop = _propagation(propagation)
         if prop.kind == "seconds":
             raise RunError(
@@ -576,23 +592,36 @@ def ideal(
     d = prop.link_pkts(1.0, pk.wire_len(pk.payload))
     rows = []
     for c in configs:
+        model_kw = {"start_jitter": start_jitter, "order": order, "link": link, "spray": sprays[c]}
         for s in seeds_:
-            r = model.simulate(tree, c, work[s], s, pk, start_jitter=start_jitter, order=order, propagation=d)
-            row: dict[str, Any] = {
-                "scheme": c.label,
-                "seed": s,
-                "cct_increase": r.cct_increase,
-                "cct_pkts": r.cct_pkts,
-                "bound_pkts": r.bound_pkts,
-                "frames": r.frames,
-                "delivered": r.delivered,
-                "max_queue": r.max_queue,
-                "propagation_pkts": d,
-            }
-            if d > 0:  # the analytic shift of a kernel run, from the same run without propagation
-                r0 = model.simulate(tree, c, work[s], s, pk, start_jitter=start_jitter, order=order)
-                row["shifted_cct_increase"] = model.shifted_cct_pkts(tree, work[s], r0.flow_done, d) / r.bound_pkts - 1
+            row = _ideal_row(tree, c, work[s], s, d, {**model_kw, "pk": pk, "entropies": entropies})
             rows.append(row)
             if on_row is not None:
                 on_row(row)
     return rows
+
+
+def _ideal_row(
+    tree: FatTree, config: SchemeConfig, flows: list[Flow], seed: int, d: float, model_kw: dict[str, Any]
+) -> dict[str, Any]:
+    """One row of ideal(): the scheme on one seed's flows with `d` packet times of propagation per link."""
+    from ..models import ideal as model
+
+    r = model.simulate(tree, config, flows, seed, propagation=d, **model_kw)
+    row: dict[str, Any] = {
+        "scheme": config.label,
+        "seed": seed,
+        "link": model_kw["link"],
+        "spray": model_kw["spray"],
+        "cct_increase": r.cct_increase,
+        "cct_pkts": r.cct_pkts,
+        "bound_pkts": r.bound_pkts,
+        "frames": r.frames,
+        "delivered": r.delivered,
+        "max_queue": r.max_queue,
+        "propagation_pkts": d,
+    }
+    if d > 0:  # the analytic shift of a kernel run, from the same run without propagation
+        r0 = model.simulate(tree, config, flows, seed, **model_kw)
+        row["shifted_cct_increase"] = model.shifted_cct_pkts(tree, flows, r0.flow_done, d) / r.bound_pkts - 1
+    return row

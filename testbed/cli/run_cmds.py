@@ -166,7 +166,7 @@ def cmd_plot(a: argparse.Namespace) -> int:
     return 0
 
 
-IDEAL_WORKLOADS = ("permutation", "ring", "stride")
+IDEAL_WORKLOADS = ("permutation", "ring", "stride", "cm")
 
 
 def add_ideal(sub: Any) -> None:
@@ -180,7 +180,12 @@ def add_ideal(sub: Any) -> None:
         help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P (default ecmp,rps,ofan,pofan:4)",
     )
     sp.add_argument("--seeds", type=args.seeds, default=(1, 2, 3), help=args.SEEDS_HELP + " (default 1-3)")
-    sp.add_argument("--workload", default="permutation", choices=IDEAL_WORKLOADS)
+    sp.add_argument(
+        "--workload",
+        default="permutation",
+        choices=IDEAL_WORKLOADS,
+        help="cm: the connection matrix of --flows (one flow per host, all starting at 0; --size unused)",
+    )
     sp.add_argument("--inter-pod", action="store_true", help="permutation: every flow crosses pods")
     sp.add_argument("--size", type=args.size, default=1 << 20, help="bytes per flow, a multiple of the payload")
     sp.add_argument("--k", type=args.k_value, default=4, help="fat-tree k (default 4)")
@@ -197,7 +202,28 @@ def add_ideal(sub: Any) -> None:
         help="frames reaching a switch at one instant: in a random order (default) or by source host, "
         "the same phase every packet time",
     )
-    options.add(sp, options.RUN, only=("propagation",))
+    sp.add_argument(
+        "--link",
+        default="emulator",
+        choices=("emulator", "paper"),
+        help="the link model: the emulator's (token buckets of 2 frames, no serialisation per hop; default) or "
+        "the paper's simulator's (one frame in service per port at line rate, store-and-forward at every hop)",
+    )
+    sp.add_argument(
+        "--spray",
+        default="switch",
+        choices=("switch", "entropies"),
+        help="rps: each switch draws an uplink per packet (default), or, as htsim's oblivious spraying, each "
+        "flow cycles through --entropies values in a shuffled round robin and each switch hashes them",
+    )
+    sp.add_argument(
+        "--entropies",
+        type=args.positive_int,
+        default=8192,
+        help="--spray entropies: entropy values per flow, a power of two (default 8192, htsim's -paths as the "
+        "twin ran it)",
+    )
+    options.add(sp, options.RUN, only=("propagation", "flows", "cm_rate"))
     sp.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
     args.add_topology(sp)
 
@@ -215,15 +241,21 @@ def cmd_ideal(a: argparse.Namespace) -> int:
         order=a.order,
         propagation=a.propagation,
         on_row=(lambda row: print(json.dumps(row), flush=True)) if a.json else None,
+        link=a.link,
+        spray=a.spray,
+        entropies=a.entropies,
+        flows=a.flows,
+        cm_rate=a.cm_rate,
     )
     tree = FatTree(a.k, "ideal", a.topology or "fattree")
     d = rows[0]["propagation_pkts"] if rows else 0.0
+    work = f"cm {a.flows}" if a.workload == "cm" else f"{a.workload}{' inter-pod' if a.inter_pod else ''} {a.size} B"
+    spray = f", rps over {a.entropies} entropies" if a.spray == "entropies" else ""
     if not a.json:
         args.console().print(
             tables.ideal_table(
                 rows,
-                f"ideal fabric: {tree.kind} k={a.k}, {a.workload}"
-                f"{' inter-pod' if a.inter_pod else ''} {a.size} B, "
+                f"ideal fabric: {tree.kind} k={a.k}, {work}, {a.link} links{spray}, "
                 f"start jitter {a.start_jitter:g} packet times, {a.order} order, "
                 f"propagation {d:.2f} packet times per link",
             )

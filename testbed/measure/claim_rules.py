@@ -1,21 +1,35 @@
-"""The rules of the paper's claims (testbed.run.claims): pure functions of a sweep's rows to a verdict.
+"""The rules of the paper's claims (testbed.run.claims): pure functions of a sweep's rows to measured intervals,
+and the decision that turns intervals into a verdict.
 
-Each rule reads the valid runs (the fidelity verdict of each: testbed.measure.fidelity) of the experiments its
-claim names and decides: agrees, disagrees, not comparable here (with why), or no data. The rules are written
-before any run and are not tuned to results; they read rows only (results.parquet, as testbed.run.sweep writes
-them), the testbed's own definitions and the paper's models (testbed.measure.queue_model), never a fabric.
+A rule reads the valid runs (the fidelity verdict of each: testbed.measure.fidelity) of the experiments its
+claim names and measures the quantities the claim compares, each as an Interval: a mean +- 2 SEM over the
+valid seeds, a growth exponent's 95 % interval (testbed.measure.sweep_stats), or an exact number for what is
+computed from the testbed's own definitions. A quantity has one member or several (a scheme, a k, a pair of
+schemes): every member is compared. What it is compared with, the comparison and its margin, is the claim's
+Decision, written in the catalogue (testbed.run.claims.catalogue) before any run, not here.
 
-Values are means over the valid seeds of a cell, with the standard error of the mean (SEM); a growth exponent
-comes with its 95 % interval (testbed.measure.sweep_stats). Claims that the paper states at its scale (800
-Gbit/s, k=12) are checked as ratios, orderings or growth classes, never as absolute times.
+`judge` decides: a member agrees only when its whole interval lies on the margin's side (the margin itself
+included), disagrees only when the whole interval lies on the other side, and is "not decided" when its interval
+holds the margin. A claim agrees when every member of every decision agrees, disagrees when any member is
+decided the wrong way, and is not decided otherwise. A rule may also say "no data" or "not comparable" (with
+why) instead of measuring. The rules read rows only (results.parquet, as testbed.run.sweep writes them), the
+testbed's own definitions and the paper's models (testbed.measure.queue_model), never a fabric; they are not
+tuned to results. Claims that the paper states at its scale (800 Gbit/s, k=12) are checked as ratios, orderings
+or growth classes, never as absolute times.
+
+Interval arithmetic: a difference or ratio of two measured means (independent runs) is a Stat, its SEM in
+quadrature (a ratio's by the delta method, unbounded when the denominator's interval reaches 0); the lowest or
+highest of several intervals, and a difference or ratio of such derived intervals, is taken endpoint by endpoint
+(conservative: it is at least as wide as the 2-SEM intervals it is made of).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+import random
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -27,9 +41,13 @@ from . import queue_model
 from .sweep_stats import growth
 
 KB, MB = 1024, 1 << 20
-VERDICTS = ("agrees", "disagrees", "not comparable", "pending", "no data")
+AGREES, DISAGREES, NOT_DECIDED = "agrees", "disagrees", "not decided"
+NOT_COMPARABLE, PENDING, NO_DATA = "not comparable", "pending", "no data"
+VERDICTS = (AGREES, DISAGREES, NOT_DECIDED, NOT_COMPARABLE, PENDING, NO_DATA)
+Z = 2.0  # an interval is the mean +- Z SEM
 STAGES_UP = ("edge_agg", "agg_core")
 STAGES_DOWN = ("core_agg", "agg_edge")
+STAGE_NAMES = {"edge_agg": "E->A", "agg_core": "A->C", "core_agg": "C->A", "agg_edge": "A->E"}
 # the schemes' groups the rules compare (scheme labels, as the rows' cell_label)
 FIG3_AWARE = ("ofan", "4ofan", "drb", "ethereal")
 FIG3_OBLIVIOUS = ("rr", "jsq", "choice", "drill", "rps", "ar")
@@ -39,6 +57,7 @@ CLASS_FLAT = ("ethereal", "drb", "4ofan", "ofan")
 MIXES = ("none", "random:0.5", "pods:0.5", "agg", "edge")  # Fig. 11: all of one scheme, and the four mixes
 MIXED = MIXES[1:]
 MOE = ("ar", "reps", "ofan", "4ofan")
+F2_W, F2_DRAWS, F2_SEED = 6, 400, 0xF2  # C10: w, the random bases drawn and their seed
 
 
 @dataclass(frozen=True)
@@ -55,13 +74,153 @@ class Stat:
 
 
 @dataclass(frozen=True)
+class Interval:
+    """A measured quantity: its estimate and the interval it is judged on. [-inf, inf] when its spread is not
+    measured (one valid run: no SEM)."""
+
+    value: float
+    lo: float
+    hi: float
+    sem: float | None = None  # the SEM it came from, when it came from one
+
+    @classmethod
+    def of(cls, s: Stat, scale: float = 1.0) -> Interval:
+        """mean +- 2 SEM, times `scale` (> 0, a change of unit)."""
+        if s.n < 2 or not math.isfinite(s.mean) or math.isnan(s.sem):
+            return cls(scale * s.mean, -math.inf, math.inf)
+        return cls(scale * s.mean, scale * (s.mean - Z * s.sem), scale * (s.mean + Z * s.sem), scale * s.sem)
+
+    @classmethod
+    def exact(cls, v: float) -> Interval:
+        """A number computed, not sampled: no spread."""
+        return cls(v, v, v, 0.0)
+
+    @classmethod
+    def whole(cls, value: float = math.nan) -> Interval:
+        return cls(value, -math.inf, math.inf)
+
+    def times(self, k: float) -> Interval:
+        """k x the interval (k >= 0)."""
+        return Interval(k * self.value, k * self.lo, k * self.hi, None if self.sem is None else k * self.sem)
+
+    def plus(self, c: float) -> Interval:
+        return Interval(self.value + c, self.lo + c, self.hi + c, self.sem)
+
+    def crosses(self, m: float) -> bool:
+        """Whether `m` lies strictly inside."""
+        return self.lo < m < self.hi
+
+
+Comparison = Literal[">=", "<=", "within"]
+Margin = float | tuple[float, float]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Decision:
+    """How one quantity of a claim is decided: every member the rule measures for `name` compared with `margin`
+    (">=" and "<=": one number; "within": a closed range (lo, hi)), in `unit`."""
+
+    name: str  # the rule's name for the quantity
+    quantity: str  # what is compared, in words
+    comparison: Comparison
+    margin: Margin
+    unit: str = ""
+
+    def __post_init__(self) -> None:
+        ranged = isinstance(self.margin, tuple)
+        if ranged != (self.comparison == "within"):
+            raise ValueError(f"{self.name}: 'within' takes a range (lo, hi), '>=' and '<=' one number")
+        if isinstance(self.margin, tuple) and not self.margin[0] <= self.margin[1]:
+            raise ValueError(f"{self.name}: a range from its lower end to its upper end")
+
+    def judge(self, i: Interval) -> str:
+        """agrees: the whole interval on the margin's side (the margin included); disagrees: the whole interval on
+        the other side; not decided: the interval holds the margin (or is not a number)."""
+        lo, hi = i.lo, i.hi
+        if math.isnan(lo) or math.isnan(hi):
+            return NOT_DECIDED
+        if isinstance(self.margin, tuple):
+            a, b = self.margin
+            return AGREES if a <= lo and hi <= b else DISAGREES if hi < a or lo > b else NOT_DECIDED
+        m = self.margin
+        if self.comparison == ">=":
+            return AGREES if lo >= m else DISAGREES if hi < m else NOT_DECIDED
+        return AGREES if hi <= m else DISAGREES if lo > m else NOT_DECIDED
+
+    def slack(self, i: Interval) -> float:
+        """How far the interval lies inside the agreeing side (negative: it reaches beyond the margin)."""
+        if isinstance(self.margin, tuple):
+            return min(i.lo - self.margin[0], self.margin[1] - i.hi)
+        return i.lo - self.margin if self.comparison == ">=" else self.margin - i.hi
+
+    def text(self) -> str:
+        unit = f" {self.unit}" if self.unit else ""
+        if isinstance(self.margin, tuple):
+            return f"within [{self.margin[0]:g}, {self.margin[1]:g}]{unit}"
+        return f"{self.comparison} {self.margin:g}{unit}"
+
+
+@dataclass(frozen=True)
 class Outcome:
-    verdict: str
-    value: float | None  # the claim's headline number, in `unit`
-    sem: float | None
-    unit: str
+    """What a rule measured: for each quantity (a Decision's name), each member's interval; or, with `verdict`
+    set ("no data", "not comparable"), why it measured nothing."""
+
+    measured: Mapping[str, Mapping[str, Interval]]
     detail: str  # every figure the rule looked at
-    notes: str = ""  # why, for a disagreement or a claim not comparable here
+    notes: str = ""  # said with any verdict
+    caveat: str = ""  # said when it disagrees or is not decided: what differs here from the paper
+    verdict: str = ""
+
+
+@dataclass(frozen=True)
+class Part:
+    """One member of one decision, judged."""
+
+    decision: Decision
+    member: str
+    interval: Interval
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Judgement:
+    verdict: str
+    parts: tuple[Part, ...] = ()
+
+    @property
+    def deciding(self) -> Part | None:
+        """The part a one-line summary shows: the first decided the wrong way, or the first not decided, or (all
+        agreeing) the one nearest its margin for its interval's width."""
+        for v in (DISAGREES, NOT_DECIDED):
+            for p in self.parts:
+                if p.verdict == v:
+                    return p
+        if not self.parts:
+            return None
+
+        def nearness(p: Part) -> float:
+            width = p.interval.hi - p.interval.lo
+            s = p.decision.slack(p.interval)
+            return s / width if width > 0 else (math.inf if s > 0 else 0.0)
+
+        return min(self.parts, key=nearness)
+
+
+def judge(decisions_: Sequence[Decision], o: Outcome) -> Judgement:
+    """The claim's verdict from its decisions and its rule's outcome: agrees when every member of every decision
+    agrees, disagrees when any is decided the wrong way, not decided otherwise; a rule's own verdict ("no data",
+    "not comparable") stands. A decision the rule measured nothing for is "no data"."""
+    if o.verdict:
+        return Judgement(o.verdict)
+    parts: list[Part] = []
+    for dec in decisions_:
+        members = o.measured.get(dec.name) or {}
+        if not members:
+            return Judgement(NO_DATA, tuple(parts))
+        parts += [Part(dec, m, i, dec.judge(i)) for m, i in members.items()]
+    verdicts = {p.verdict for p in parts}
+    v = DISAGREES if DISAGREES in verdicts else AGREES if verdicts == {AGREES} else NOT_DECIDED
+    return Judgement(v, tuple(parts))
 
 
 @dataclass
@@ -82,6 +241,15 @@ def valid(rows: pd.DataFrame) -> pd.DataFrame:
     return rows[rows["fidelity_valid"].astype(bool)]
 
 
+def stat_of(x: Iterable[float]) -> Stat:
+    """Mean, SEM and count of some numbers (SEM 0 from one: Interval.of takes it as unmeasured)."""
+    a = np.asarray(list(x), dtype=float)
+    n = len(a)
+    if n == 0:
+        return Stat(math.nan, math.nan, 0)
+    return Stat(float(a.mean()), float(a.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0, n)
+
+
 def stat(rows: pd.DataFrame, metric: str, **eq: Any) -> Stat:
     """Mean, SEM and count of `metric` over the valid rows whose columns equal `eq`."""
     d = valid(rows)
@@ -89,11 +257,7 @@ def stat(rows: pd.DataFrame, metric: str, **eq: Any) -> Stat:
         if d.empty:
             break
         d = d[d[k] == v]
-    if d.empty:
-        return Stat(math.nan, math.nan, 0)
-    x = d[metric].astype(float)
-    n = len(x)
-    return Stat(float(x.mean()), float(x.std(ddof=1) / math.sqrt(n)) if n > 1 else 0.0, n)
+    return stat_of(d[metric].astype(float)) if not d.empty else Stat(math.nan, math.nan, 0)
 
 
 def diff(a: Stat, b: Stat) -> Stat:
@@ -101,17 +265,68 @@ def diff(a: Stat, b: Stat) -> Stat:
     return Stat(a.mean - b.mean, math.hypot(a.sem, b.sem), min(a.n, b.n))
 
 
-def slope(x: list[float], y: list[float]) -> tuple[float, float]:
-    """Least-squares slope of log y on log x and its standard error (0 with two points)."""
+def ratio(a: Stat, b: Stat) -> Stat:
+    """a / b, its SEM by the delta method (independent means); an infinite SEM when b's interval reaches 0."""
+    n = min(a.n, b.n)
+    if b.mean == 0 or not math.isfinite(b.mean):
+        return Stat(math.nan, math.inf, n)
+    r = a.mean / b.mean
+    if abs(b.mean) <= Z * b.sem:
+        return Stat(r, math.inf, n)
+    return Stat(r, math.hypot(a.sem, r * b.sem) / abs(b.mean), n)
+
+
+def iv(s: Stat, scale: float = 1.0) -> Interval:
+    return Interval.of(s, scale)
+
+
+def lowest(*xs: Interval) -> Interval:
+    """The lowest of several quantities."""
+    return Interval(min(x.value for x in xs), min(x.lo for x in xs), min(x.hi for x in xs))
+
+
+def highest(*xs: Interval) -> Interval:
+    """The highest of several quantities."""
+    return Interval(max(x.value for x in xs), max(x.lo for x in xs), max(x.hi for x in xs))
+
+
+def minus(a: Interval, b: Interval) -> Interval:
+    """a - b, endpoint by endpoint."""
+    return Interval(a.value - b.value, a.lo - b.hi, a.hi - b.lo)
+
+
+def over(a: Interval, b: Interval) -> Interval:
+    """a / b, endpoint by endpoint; unbounded when b's interval reaches 0."""
+    value = a.value / b.value if b.value else math.nan
+    if not b.lo > 0:
+        return Interval.whole(value)
+    ends = [x / y for x in (a.lo, a.hi) for y in (b.lo, b.hi)]
+    return Interval(value, min(ends), max(ends))
+
+
+def exponent(x: Sequence[float], y: Sequence[float]) -> Interval:
+    """The least-squares slope of log y on log x, with its 95 % interval (Student's t); unbounded from fewer
+    than three points (two fix a line, not its error)."""
+    from scipy import stats
+
     lx, ly = np.log(np.asarray(x, float)), np.log(np.asarray(y, float))
-    if len(lx) < 2:
-        return math.nan, math.nan
-    a = np.polyfit(lx, ly, 1)
+    if len(lx) < 2 or len(set(lx.tolist())) < 2:
+        return Interval.whole()
+    fit = stats.linregress(lx, ly)
     if len(lx) < 3:
-        return float(a[0]), 0.0
-    resid = ly - np.polyval(a, lx)
-    se = math.sqrt(float(resid @ resid) / (len(lx) - 2) / float(((lx - lx.mean()) ** 2).sum()))
-    return float(a[0]), se
+        return Interval.whole(float(fit.slope))
+    err = float(fit.stderr) if math.isfinite(float(fit.stderr)) else 0.0
+    t = float(stats.t.ppf(0.975, len(lx) - 2))
+    return Interval(float(fit.slope), float(fit.slope) - t * err, float(fit.slope) + t * err, err)
+
+
+def median_interval(values: Sequence[float]) -> Interval:
+    """The median of draws and its distribution-free 95 % interval (the order statistics n/2 -+ 0.98 sqrt n)."""
+    v = sorted(values)
+    n = len(v)
+    j = max(0, math.floor(n / 2 - 0.98 * math.sqrt(n)) - 1)
+    k = min(n - 1, math.ceil(n / 2 + 0.98 * math.sqrt(n)) - 1)
+    return Interval(float(np.median(v)), float(v[j]), float(v[k]))
 
 
 def pct(s: Stat) -> str:
@@ -119,11 +334,13 @@ def pct(s: Stat) -> str:
 
 
 def no_data(what: str) -> Outcome:
-    return Outcome("no data", None, None, "", f"no valid run of {what}")
+    return Outcome({}, f"no valid run of {what}", verdict=NO_DATA)
 
 
-def verdict(ok: bool) -> str:
-    return "agrees" if ok else "disagrees"
+def ks(rows: pd.DataFrame) -> list[int]:
+    """The fabric sizes with a valid run, in order."""
+    v = valid(rows)
+    return sorted(int(k) for k in v["k"].unique()) if not v.empty else []
 
 
 # -- the rules -------------------------------------------------------------------------------
@@ -132,17 +349,12 @@ def c_fig1_utilisation(d: Data) -> Outcome:
     u = {s: stat(rows, "utilisation", cell_label=s, load=1.0) for s in ("ofan", "reps", "ar")}
     if not all(v.ok for v in u.values()):
         return no_data("fig1 at load 1.0")
-    ok = u["ofan"].mean >= 0.97 and u["reps"].mean < 0.95 and u["ar"].mean < 0.95
-    detail = ", ".join(f"{s} {100 * v.mean:.1f} +- {100 * v.sem:.1f} %" for s, v in u.items())
-    notes = (
-        ""
-        if ok
-        else (
-            "utilisation here is delivered bytes over the receivers' capacity during what the "
-            "kernel saw (propagation left out, as the paper's ~99 % for Ofan implies)"
-        )
+    return Outcome(
+        {"ofan": {"ofan": iv(u["ofan"], 100)}, "others": {s: iv(u[s], 100) for s in ("reps", "ar")}},
+        ", ".join(f"{s} {pct(v)}" for s, v in u.items()),
+        caveat="utilisation here is delivered bytes over the receivers' capacity during what the kernel saw "
+        "(propagation left out, as the paper's ~99 % for Ofan implies)",
     )
-    return Outcome(verdict(ok), u["ofan"].mean * 100, u["ofan"].sem * 100, "% (Ofan)", detail, notes)
 
 
 def c_fig1_load(d: Data) -> Outcome:
@@ -150,141 +362,157 @@ def c_fig1_load(d: Data) -> Outcome:
     u = {s: stat(rows, "utilisation", cell_label=s, load=0.8) for s in ("ofan", "reps", "ar")}
     if not all(v.ok for v in u.values()):
         return no_data("fig1 at load 0.8")
-    worst = max(abs(v.mean - 0.8) for v in u.values())
-    detail = ", ".join(f"{s} {100 * v.mean:.1f} +- {100 * v.sem:.1f} %" for s, v in u.items())
-    return Outcome(verdict(worst <= 0.03), 100 * worst, None, "points off the load (worst)", detail)
+    return Outcome(
+        {"utilisation": {s: iv(v, 100) for s, v in u.items()}}, ", ".join(f"{s} {pct(v)}" for s, v in u.items())
+    )
 
 
 def _overload(rows: pd.DataFrame, label: str) -> dict[str, Stat]:
     return {st: stat(rows, f"overload_{st}", cell_label=label) for st in STAGES_UP + STAGES_DOWN}
 
 
+def _stages(o: dict[str, Stat]) -> str:
+    return ", ".join(f"{STAGE_NAMES[st]} {pct(v)}" for st, v in o.items())
+
+
 def c_fig3_rr_jsq(d: Data) -> Outcome:
     rows = d.of("fig3")
-    parts, ok, head = [], True, math.nan
+    up: dict[str, Interval] = {}
+    down: dict[str, Interval] = {}
+    over_up: dict[str, Interval] = {}
+    parts = []
     for s in ("rr", "jsq"):
         o = _overload(rows, s)
         if not all(v.ok for v in o.values()):
             return no_data(f"fig3 {s}")
-        up = max(o[st].mean for st in STAGES_UP)
-        down = min(o[st].mean for st in STAGES_DOWN)
-        ok = ok and up <= 0.10 and down >= max(3 * up, 0.10)
-        head = up if s == "rr" else head
-        parts.append(
-            f"{s}: uplinks {', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_UP)}, downlinks "
-            f"{', '.join(f'{100 * o[st].mean:.1f} %' for st in STAGES_DOWN)}"
-        )
-    return Outcome(verdict(ok), None, None, "", "; ".join(parts))
+        up[s] = highest(*(iv(o[st], 100) for st in STAGES_UP))
+        for st in STAGES_DOWN:
+            down[f"{s} {STAGE_NAMES[st]}"] = iv(o[st], 100)
+            over_up[f"{s} {STAGE_NAMES[st]}"] = minus(iv(o[st], 100), up[s].times(3))
+        parts.append(f"{s}: {_stages(o)}")
+    return Outcome({"up": up, "down": down, "down_over_up": over_up}, "; ".join(parts))
 
 
 def c_fig3_aware(d: Data) -> Outcome:
     rows = d.of("fig3")
-    worst: dict[str, float] = {}
+    worst: dict[str, Interval] = {}
     for s in FIG3_AWARE + FIG3_OBLIVIOUS:
         o = _overload(rows, s)
         if not all(v.ok for v in o.values()):
             return no_data(f"fig3 {s}")
-        worst[s] = max(v.mean for v in o.values())
-    aware = max(worst[s] for s in FIG3_AWARE)
-    oblivious = min(worst[s] for s in FIG3_OBLIVIOUS)
-    ok = aware <= 0.10 < oblivious
-    detail = "worst stage: " + ", ".join(f"{s} {100 * v:.1f} %" for s, v in worst.items())
-    return Outcome(verdict(ok), 100 * aware, None, "% worst stage, destination-aware", detail)
+        worst[s] = highest(*(iv(v, 100) for v in o.values()))
+    detail = "worst stage: " + ", ".join(f"{s} {v.value:.1f} %" for s, v in worst.items())
+    return Outcome(
+        {"aware": {s: worst[s] for s in FIG3_AWARE}, "oblivious": {s: worst[s] for s in FIG3_OBLIVIOUS}}, detail
+    )
 
 
 def c_fig3_ethereal(d: Data) -> Outcome:
     o = _overload(d.of("fig3"), "ethereal")
     if not all(v.ok for v in o.values()):
         return no_data("fig3 ethereal")
-    worst = max(v.mean for v in o.values())
-    return Outcome(
-        verdict(worst <= 0.02),
-        100 * worst,
-        None,
-        "% worst stage",
-        ", ".join(f"{st} {100 * v.mean:.2f} %" for st, v in o.items()),
-    )
+    return Outcome({"worst": {"ethereal": highest(*(iv(v, 100) for v in o.values()))}}, _stages(o))
 
 
-def _exponents(rows: pd.DataFrame, labels: tuple[str, ...]) -> dict[str, Any]:
-    return {s: growth(rows, "max_queue_pkts", s) for s in labels}
-
-
-def _class(d: Data, labels: tuple[str, ...], lo: float, hi: float) -> Outcome:
-    g = _exponents(d.of("fig4"), labels)
-    if any(v is None for v in g.values()):
-        return no_data("fig4 at every size for " + ", ".join(s for s, v in g.items() if v is None))
-    ok = all(lo <= v.exponent < hi for v in g.values())
-    detail = ", ".join(f"{s} {v.exponent:.2f} [{v.ci95[0]:.2f}, {v.ci95[1]:.2f}]" for s, v in g.items())
-    mean = float(np.mean([v.exponent for v in g.values()]))
-    return Outcome(verdict(ok), mean, None, "mean exponent", "largest queue ~ m^exponent: " + detail)
+def _class(d: Data, labels: tuple[str, ...]) -> Outcome:
+    rows = d.of("fig4")
+    g = {s: growth(rows, "max_queue_pkts", s) for s in labels}
+    missing = [s for s, v in g.items() if v is None]
+    if missing:
+        return no_data("fig4 at every size for " + ", ".join(missing))
+    out = {}
+    for s, v in g.items():
+        if v is not None:
+            lo, hi = v.ci95
+            out[s] = Interval.whole(v.exponent) if math.isnan(lo) or math.isnan(hi) else Interval(v.exponent, lo, hi)
+    detail = ", ".join(f"{s} {v.value:.2f} [{v.lo:.2f}, {v.hi:.2f}]" for s, v in out.items())
+    return Outcome({"exponent": out}, "largest queue ~ m^exponent: " + detail)
 
 
 def c_fig4_linear(d: Data) -> Outcome:
-    return _class(d, CLASS_LINEAR, 0.7, math.inf)
+    return _class(d, CLASS_LINEAR)
 
 
 def c_fig4_sqrt(d: Data) -> Outcome:
-    return _class(d, CLASS_SQRT, 0.3, 0.7)
+    return _class(d, CLASS_SQRT)
 
 
 def c_fig4_flat(d: Data) -> Outcome:
-    return _class(d, CLASS_FLAT, -math.inf, 0.3)
+    return _class(d, CLASS_FLAT)
 
 
 def c_f4_edge_bound(d: Data) -> Outcome:
-    worst: list[tuple[int, int, int]] = []  # (queue, w + 1, k)
+    worst: dict[int, tuple[int, int]] = {}  # k: (largest queue, w + 1)
     for name in ("fig3", "fig6", "fig17"):
         v = valid(d.of(name))
         if v.empty:
             continue
         v = v[(v["cell_label"] == "ofan") & (v["cell_failure"] == 0)]
         for k, g in v.groupby("k"):
-            worst.append((int(g["queue_edge_agg_max_pkts"].max()), int(k) // 2 + 1, int(k)))
+            q = max(int(g["queue_edge_agg_max_pkts"].max()), worst.get(int(k), (0, 0))[0])
+            worst[int(k)] = (q, int(k) // 2 + 1)
     if not worst:
         return no_data("Ofan without ACKs (fig3, fig6, fig17)")
-    ok = all(q <= bound for q, bound, _ in worst)
-    detail = ", ".join(f"k={k}: largest {q} packets, w + 1 = {b}" for q, b, k in sorted(worst, key=lambda x: x[2]))
-    excess = max(q - b for q, b, _ in worst)
     return Outcome(
-        verdict(ok),
-        float(excess),
-        None,
-        "packets beyond w + 1 (worst)",
-        detail,
-        "" if ok else "the kernel's queue counts a packet until the far end's program sees it",
+        {"excess": {f"k={k}": Interval.exact(float(q - b)) for k, (q, b) in sorted(worst.items())}},
+        ", ".join(f"k={k}: largest {q} packets, w + 1 = {b}" for k, (q, b) in sorted(worst.items())),
+        caveat="the kernel's queue counts a packet until the far end's program sees it",
     )
 
 
+def f2_orders(basis: Sequence[int]) -> tuple[int, int]:
+    """Distinct cyclic orders of the data plane's port mapping (testbed.models.decisions.ofan_port) with this
+    basis: over every pointer id (the XOR with id1 and the addition of id2), and over the ids whose id1 is 0
+    (the addition alone)."""
+    w = len(basis)
+    b = decisions.b_bits(w)
+    every = {decisions.canonical_cycle(decisions.ofan_order(pid, basis)) for pid in range((1 << b) * w)}
+    adds = {decisions.canonical_cycle(decisions.ofan_order(j << b, basis)) for j in range(w)}
+    return len(every), len(adds)
+
+
 def c_f2_orders(d: Data) -> Outcome:
-    basis = decisions.choose_basis(6)
-    n = decisions.distinct_cycles(basis)
-    adds = len({tuple((basis[i] + s) % 6 for i in range(6)) for s in range(6)})
-    ok = n >= 30 and adds == 6
+    rng = random.Random(F2_SEED)
+    draws = []
+    for _ in range(F2_DRAWS):
+        basis = list(range(F2_W))
+        rng.shuffle(basis)
+        draws.append(f2_orders(basis))
+    xor, add = median_interval([x for x, _ in draws]), median_interval([a for _, a in draws])
+    own = decisions.choose_basis(F2_W)
+    own_xor, own_add = f2_orders(own)
+
+    def dist(v: list[int]) -> str:
+        return f"min {min(v)}, median {np.median(v):g}, max {max(v)}"
+
     return Outcome(
-        verdict(ok),
-        float(n),
-        None,
-        "distinct cyclic orders (w = 6)",
-        f"basis {list(basis)}: {n} cyclic orders from the XOR and the addition; the addition alone "
-        f"gives {adds} orders (rotations of one cycle)",
+        {"xor": {"median of the random bases": xor}, "addition": {"median of the random bases": add}},
+        f"{F2_DRAWS} bases drawn at random (seed {F2_SEED:#x}), distinct cyclic orders: XOR and addition "
+        f"{dist([x for x, _ in draws])}; the addition alone {dist([a for _, a in draws])}. The data plane's "
+        f"basis {list(own)} (decisions.choose_basis: the most orders of 256 candidates), apart: {own_xor} and "
+        f"{own_add}",
     )
 
 
 def c_f3_ratio(d: Data) -> Outcome:
     rows = d.of("fig17")
-    ks = sorted(int(k) for k in valid(rows)["k"].unique()) if not valid(rows).empty else []
-    ratios = {}
-    for k in ks:
+    ratios: dict[int, Stat] = {}
+    parts = []
+    for k in ks(rows):
         a, b = stat(rows, "max_queue_pkts", cell_label="drb", k=k), stat(rows, "max_queue_pkts", cell_label="ofan", k=k)
-        if a.ok and b.ok and b.mean > 0:
-            ratios[k] = (a.mean / b.mean, a, b)
+        if a.ok and b.ok:
+            ratios[k] = ratio(a, b)
+            parts.append(f"k={k}: DRB {a.mean:.1f}, Ofan {b.mean:.1f} ({a.n} runs), ratio {ratios[k].mean:.2f}")
     if len(ratios) < 2:
         return no_data("fig17 at two sizes")
-    lo, hi = ratios[min(ratios)][0], ratios[max(ratios)][0]
-    ok = hi > lo and hi > 1
-    detail = ", ".join(f"k={k}: DRB {a.mean:.1f}, Ofan {b.mean:.1f}, ratio {r:.2f}" for k, (r, a, b) in ratios.items())
-    return Outcome(verdict(ok), hi, None, f"DRB/Ofan at k={max(ratios)}", detail)
+    small, large = min(ratios), max(ratios)
+    return Outcome(
+        {
+            "growth": {f"k={large} - k={small}": iv(diff(ratios[large], ratios[small]))},
+            "ratio": {f"k={large}": iv(ratios[large])},
+        },
+        ", ".join(parts),
+    )
 
 
 def c_drb_small(d: Data) -> Outcome:
@@ -296,89 +524,108 @@ def c_drb_small(d: Data) -> Outcome:
     ofan = stat(rows, "cct_increase", cell_label="ofan", size_bytes=256 * KB)
     if not (small.ok and large.ok and ofan.ok):
         return no_data("fig4 drb and ofan at 256 KB and 4 MB")
-    gap = diff(small, ofan)
-    ok = small.mean > large.mean and gap.mean > gap.sem
     return Outcome(
-        verdict(ok),
-        100 * gap.mean,
-        100 * gap.sem,
-        "points, DRB - Ofan at 256 KB",
+        {
+            "small_vs_large": {"DRB 256 KB - 4 MB": iv(diff(small, large), 100)},
+            "vs_ofan": {"DRB - Ofan at 256 KB": iv(diff(small, ofan), 100)},
+        },
         f"DRB {pct(small)} at 256 KB, {pct(large)} at 4 MB; Ofan {pct(ofan)} at 256 KB",
     )
 
 
 def c_fig5_gap(d: Data) -> Outcome:
     rows = d.of("fig5")
-    gaps: dict[int, Stat] = {}
-    for k in sorted(int(k) for k in valid(rows)["k"].unique()) if not valid(rows).empty else []:
+    gaps: dict[str, Interval] = {}
+    best: dict[int, Interval] = {}
+    for k in ks(rows):
         ar, reps, p4 = (stat(rows, "cct_increase", cell_label=s, k=k) for s in ("ar", "reps", "4ofan"))
         if ar.ok and reps.ok and p4.ok:
-            gaps[k] = diff(ar if ar.mean < reps.mean else reps, p4)
-    if len(gaps) < 2:
+            g = {s: iv(diff(x, p4), 100) for s, x in (("AR", ar), ("REPS", reps))}
+            gaps |= {f"k={k}: {s} - 4Ofan": v for s, v in g.items()}
+            best[k] = lowest(*g.values())
+    if len(best) < 2:
         return no_data("fig5 at two sizes")
-    lo, hi = gaps[min(gaps)], gaps[max(gaps)]
-    ok = all(g.mean > 0 for g in gaps.values()) and hi.mean > lo.mean
+    small, large = min(best), max(best)
     detail = ", ".join(
-        f"k={k} ({FatTree(k).n_hosts} hosts): {100 * g.mean:.2f} +- {100 * g.sem:.2f} points" for k, g in gaps.items()
+        f"k={k} ({FatTree(k).n_hosts} hosts): {g.value:.2f} [{g.lo:.2f}, {g.hi:.2f}] points" for k, g in best.items()
     )
     return Outcome(
-        verdict(ok),
-        100 * hi.mean,
-        100 * hi.sem,
-        f"points at k={max(gaps)}",
+        {"gap": gaps, "growth": {f"k={large} - k={small}": minus(best[large], best[small])}},
         "best of AR and REPS minus 4Ofan: " + detail,
     )
+
+
+def _share(drb: Stat, one: Stat, ofan: Stat) -> Interval:
+    """(DRB - 1Ofan) / (DRB - Ofan), its SEM by the delta method over the three independent means."""
+    gap, got = drb.mean - ofan.mean, drb.mean - one.mean
+    r = got / gap
+    sem = math.sqrt(
+        (one.sem / gap) ** 2 + ((one.mean - ofan.mean) * drb.sem / gap**2) ** 2 + (got * ofan.sem / gap**2) ** 2
+    )
+    return iv(Stat(r, sem, min(drb.n, one.n, ofan.n)))
 
 
 def c_fig6_half(d: Data) -> Outcome:
     rows = d.of("fig6")
     if valid(rows).empty:
         return no_data("fig6")
-    k = int(valid(rows)["k"].max())
+    k = ks(rows)[-1]
     drb, one, ofan = (stat(rows, "cct_increase", cell_label=s, k=k) for s in ("drb", "1ofan", "ofan"))
     if not (drb.ok and one.ok and ofan.ok):
         return no_data(f"fig6 at k={k}")
-    gap = diff(drb, ofan)
+    gap = iv(diff(drb, ofan))
     detail = f"k={k}: DRB {pct(drb)}, 1Ofan {pct(one)}, Ofan {pct(ofan)}"
-    if gap.mean <= 2 * gap.sem:
+    if gap.hi <= 0:
         return Outcome(
-            "not comparable",
-            None,
-            None,
-            "",
-            detail,
-            "DRB and Ofan are within two standard errors of each other here: no gap to share",
+            {}, detail, "DRB is not above Ofan here (its whole interval): no gap to share", verdict=NOT_COMPARABLE
         )
-    r = (drb.mean - one.mean) / gap.mean
-    return Outcome(verdict(0.25 <= r <= 0.75), r, None, "of the DRB-Ofan gap recovered by 1Ofan", detail)
+    share = _share(drb, one, ofan) if gap.lo > 0 else Interval.whole(ratio(diff(drb, one), diff(drb, ofan)).mean)
+    return Outcome(
+        {"share": {f"k={k}": share}},
+        detail,
+        "" if gap.lo > 0 else "DRB - Ofan holds 0 in its interval: the share has no bound yet",
+    )
+
+
+def _paired_gaps(rows: pd.DataFrame, label: str, sizes: Sequence[int]) -> tuple[list[float], list[float]]:
+    """(size, label's minus Ofan's CCT increase) of every seed with a valid run of both at that size, the gap > 0
+    (a logarithm is taken)."""
+    v = valid(rows)
+    xs, ys = [], []
+    for m in sizes:
+        a = v[(v["cell_label"] == label) & (v["size_bytes"] == m)].set_index("seed")["cct_increase"]
+        b = v[(v["cell_label"] == "ofan") & (v["size_bytes"] == m)].set_index("seed")["cct_increase"]
+        for seed in a.index.intersection(b.index):
+            g = float(a[seed]) - float(b[seed])
+            if g > 0:
+                xs.append(float(m))
+                ys.append(g)
+    return xs, ys
 
 
 def c_fig7_sqrt(d: Data) -> Outcome:
     rows = d.of("fig4")
     sizes = (256 * KB, MB, 4 * MB)
-    out, ok = [], True
-    slopes = []
+    gaps: dict[str, Interval] = {}
+    slopes: dict[str, Interval] = {}
+    parts = []
     for s in ("ar", "reps"):
-        gaps = [
-            diff(
+        g = {
+            m: diff(
                 stat(rows, "cct_increase", cell_label=s, size_bytes=m),
                 stat(rows, "cct_increase", cell_label="ofan", size_bytes=m),
             )
             for m in sizes
-        ]
-        if not all(g.ok for g in gaps):
+        }
+        if not all(x.ok for x in g.values()):
             return no_data(f"fig4 {s} and ofan at every size")
-        if any(g.mean <= 0 for g in gaps):
-            ok = False
-            out.append(f"{s}: a gap <= 0 ({', '.join(f'{100 * g.mean:.2f}' for g in gaps)} points)")
-            continue
-        b, se = slope(list(sizes), [g.mean for g in gaps])
-        slopes.append(b)
-        ok = ok and -0.8 <= b <= -0.2
-        out.append(f"{s} - Ofan: {', '.join(f'{100 * g.mean:.2f}' for g in gaps)} points, exponent {b:.2f} +- {se:.2f}")
-    return Outcome(
-        verdict(ok), float(np.mean(slopes)) if slopes else None, None, "mean exponent of the gap", "; ".join(out)
-    )
+        gaps |= {f"{s} - ofan at {m // KB} KB": iv(x, 100) for m, x in g.items()}
+        slopes[s] = exponent(*_paired_gaps(rows, s, sizes))
+        parts.append(
+            f"{s} - Ofan: {', '.join(f'{100 * x.mean:.2f}' for x in g.values())} points, exponent of the paired "
+            f"runs' gap {slopes[s].value:.2f} [{slopes[s].lo:.2f}, {slopes[s].hi:.2f}]"
+        )
+    return Outcome({"gaps": gaps, "exponent": slopes}, "; ".join(parts))
 
 
 def c_fig7_reps(d: Data) -> Outcome:
@@ -390,59 +637,61 @@ def c_fig7_reps(d: Data) -> Outcome:
     detail = f"REPS connections frozen in the congestion-control runs (4 MB): {freezes}"
     if not freezes:
         return Outcome(
-            "not comparable",
-            0.0,
-            None,
-            "freezes",
+            {},
             detail,
             "no REPS connection timed out, so freezing never triggered; without congestion control no "
             "packet is lost here (unlimited buffers), so the paper's conjecture cannot be exercised",
+            verdict=NOT_COMPARABLE,
         )
-    worse = []
+    worse = {}
+    parts = []
     for cc in sorted(reps["cell_cc"].unique()):
-        r, a = (
-            stat(rows, "cct_increase", cell_label="reps", cell_cc=cc),
-            stat(rows, "cct_increase", cell_label="ar", cell_cc=cc),
-        )
-        worse.append((cc, r, a))
-    ok = all(r.mean > a.mean for _, r, a in worse)
-    detail += "; " + ", ".join(f"{cc}: REPS {pct(r)}, AR {pct(a)}" for cc, r, a in worse)
-    return Outcome(verdict(ok), float(freezes), None, "freezes", detail)
+        r, a = (stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in ("reps", "ar"))
+        worse[f"{cc}"] = iv(diff(r, a), 100)
+        parts.append(f"{cc}: REPS {pct(r)}, AR {pct(a)}")
+    return Outcome({"reps_minus_ar": worse}, detail + "; " + ", ".join(parts))
+
+
+def _fig8_model(rows: pd.DataFrame) -> tuple[Stat, float, int]:
+    """Appendix G's model: queueing of alpha packets of the run's size, headers of H bytes each, P - H =
+    sqrt((H / alpha) D); alpha from the 4 KB runs' increase over their bound, in packet times. (alpha, H, D)"""
+    v = valid(rows)
+    v4 = v[v["cell_payload"] == 4096]
+    t_pkt = PAPER_WIRE_FRAME_BYTES * 8 / v4["rate_bps"].astype(float)
+    alpha = stat_of((v4["cct_s"] - v4["cct_lower_bound_s"]) / t_pkt)
+    return alpha, PAPER_WIRE_FRAME_BYTES - 4096, int(v["size_bytes"].iloc[0])  # H 82: headers and gap on the wire
 
 
 def c_fig8_sweet(d: Data) -> Outcome:
     rows = d.of("fig8")
     pays = sorted(int(p) for p in valid(rows)["cell_payload"].unique()) if not valid(rows).empty else []
-    ccts = {p: stat(rows, "cct_s", cell_payload=p) for p in pays}
-    ccts = {p: s for p, s in ccts.items() if s.ok}
+    ccts = {p: s for p in pays if (s := stat(rows, "cct_s", cell_payload=p)).ok}
     if len(ccts) < 3 or 4096 not in ccts:
         return no_data("fig8 at three payloads including 4096")
-    best = min(ccts, key=lambda p: ccts[p].mean)
-    # the model (appendix G): queueing of alpha packets of the run's size, headers of H bytes each:
-    # P - H = sqrt((H / alpha) D); alpha from the 4 KB runs' increase over their bound, in packet times
-    v = valid(rows)
-    v4 = v[v["cell_payload"] == 4096]
-    h = PAPER_WIRE_FRAME_BYTES - 4096  # 82: headers and gap on the wire
-    t_pkt = PAPER_WIRE_FRAME_BYTES * 8 / v4["rate_bps"].astype(float)
-    alpha = float(((v4["cct_s"] - v4["cct_lower_bound_s"]) / t_pkt).mean())
-    message = int(v["size_bytes"].iloc[0])
-    model = math.sqrt(h / alpha * message) if alpha > 0 else math.inf
-    interior = min(ccts) < best < max(ccts)
-    ok = interior and best / 2 <= model <= best * 2
-    detail = (
+    ps = sorted(ccts)
+    inner = min(ps[1:-1], key=lambda p: ccts[p].mean)
+    best = min(ps, key=lambda p: ccts[p].mean)
+    alpha, h, message = _fig8_model(rows)
+    a = iv(alpha)
+
+    def model(x: float) -> float:
+        return math.sqrt(h / x * message) if x > 0 else math.inf
+
+    # the payloads that may be the best: each one whose interval reaches below the least upper end
+    top = min(iv(s).hi for s in ccts.values())
+    cands = [p for p in ps if iv(ccts[p]).lo <= top]
+    fit = Interval(model(alpha.mean) / best, model(a.hi) / max(cands), model(a.lo) / min(cands))
+    return Outcome(
+        {
+            "interior": {f"{e} B - {inner} B": iv(diff(ccts[e], ccts[inner]), 1e3) for e in (ps[0], ps[-1])},
+            "model": {f"model over {best} B": fit},
+        },
         ", ".join(f"{p} B: {1e3 * s.mean:.1f} ms" for p, s in ccts.items())
-        + f"; best {best} B; model alpha {alpha:.2f} packets, P - H = {model:.0f} B"
+        + f"; best {best} B (may be: {', '.join(map(str, cands))} B); model alpha {alpha.mean:.2f} packets, P - H = "
+        f"{model(alpha.mean):.0f} B",
+        caveat="a TBF with tokens forwards a frame without its serialisation time at each hop, so larger packets "
+        "cost less here than with store-and-forward switches (htsim's): the optimum moves up",
     )
-    notes = (
-        ""
-        if ok
-        else (
-            "a TBF with tokens forwards a frame without its serialisation time at each hop, so larger "
-            "packets cost less here than with store-and-forward switches (htsim's): the optimum "
-            "moves up"
-        )
-    )
-    return Outcome(verdict(ok), float(best), None, "bytes, the best payload", detail, notes)
 
 
 def c_fig9_failures(d: Data) -> Outcome:
@@ -450,25 +699,19 @@ def c_fig9_failures(d: Data) -> Outcome:
     ps = sorted(float(p) for p in valid(rows)["cell_failure"].unique() if p > 0) if not valid(rows).empty else []
     if not ps:
         return no_data("fig9 with failures")
-    ok, parts, margin = True, [], math.inf
+    gaps: dict[str, Interval] = {}
+    parts = []
     for p in ps:
         st = {s: stat(rows, "cct_increase_fault_free", cell_label=s, cell_failure=p) for s in ("ofan", "reps", "ar")}
         if not all(v.ok for v in st.values()):
             return no_data(f"fig9 at p={p}")
-        best_other = min(st["reps"].mean, st["ar"].mean)
-        margin = min(margin, best_other - st["ofan"].mean)
-        ok = ok and st["ofan"].mean < best_other
+        gaps |= {f"p={p:g}: {s} - ofan": iv(diff(st[s], st["ofan"]), 100) for s in ("reps", "ar")}
         parts.append(f"p={p:g}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
     return Outcome(
-        verdict(ok),
-        100 * margin,
-        None,
-        "points, best of REPS and AR minus Ofan (smallest)",
+        {"ofan_lowest": gaps},
         "; ".join(parts),
-        ""
-        if ok
-        else "see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of "
-        "Ofan's rotation, which rho_max does not assume",
+        caveat="see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of Ofan's rotation, "
+        "which rho_max does not assume",
     )
 
 
@@ -477,42 +720,41 @@ def c_fig10(d: Data) -> Outcome:
     cct = {s: stat(rows, "cct_s", cell_label=s) for s in ("ar", "reps", "ofan", "4ofan")}
     if not all(v.ok for v in cct.values()):
         return no_data("fig10")
-    base = min(cct["ar"].mean, cct["reps"].mean)
-    red = {s: 1 - cct[s].mean / base for s in ("ofan", "4ofan")}
-    ok = all(v >= 0.11 for v in red.values())
+    hundred = Interval.exact(100.0)
+    red = {
+        f"{x} vs {y}": minus(hundred, iv(ratio(cct[x], cct[y]), 100)) for x in ("ofan", "4ofan") for y in ("ar", "reps")
+    }
     return Outcome(
-        verdict(ok),
-        100 * min(red.values()),
-        None,
-        "% CCT reduction (the smaller of Ofan, 4Ofan)",
+        {"reduction": red},
         ", ".join(f"{s} {1e3 * v.mean:.1f} ms" for s, v in cct.items()),
-        "" if ok else "the paper's fabric is k=64 (2,048 hosts); the quick scale runs k=16",
+        caveat="the paper's fabric is k=64 (2,048 hosts); the quick scale runs k=16",
     )
 
 
-def c_fig12(cc: str, lo: float) -> Callable[[Data], Outcome]:
+def c_fig12_dctcp(d: Data) -> Outcome:
+    rows = d.of("fig12")
+    st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc="dctcp") for s in ("ar", "reps", "ofan", "4ofan")}
+    if not all(v.ok for v in st.values()):
+        return no_data("fig12 with dctcp")
+    return Outcome(
+        {
+            "ofan": {s: iv(st[s], 100) for s in ("ofan", "4ofan")},
+            "others": {s: iv(st[s]).plus(1) for s in ("reps", "ar")},
+        },
+        ", ".join(f"{s} {pct(v)}" for s, v in st.items()),
+    )
+
+
+def c_fig12(cc: str) -> Callable[[Data], Outcome]:
     def check(d: Data) -> Outcome:
         rows = d.of("fig12")
         st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in ("ar", "reps", "ofan", "4ofan")}
         if not all(v.ok for v in st.values()):
             return no_data(f"fig12 with {cc}")
-        detail = ", ".join(f"{s} {pct(v)}" for s, v in st.items())
-        if cc == "dctcp":
-            ok = max(st["ofan"].mean, st["4ofan"].mean) < 0.01 and min(st["reps"].mean, st["ar"].mean) >= 1.0
-            return Outcome(
-                verdict(ok),
-                1 + min(st["reps"].mean, st["ar"].mean),
-                None,
-                "x the bound, the better of REPS and AR",
-                detail,
-            )
-        gap = min(st["reps"].mean, st["ar"].mean) - max(st["ofan"].mean, st["4ofan"].mean)
+        gaps = {f"{y} - {x}": iv(diff(st[y], st[x]), 100) for y in ("reps", "ar") for x in ("ofan", "4ofan")}
         return Outcome(
-            verdict(gap >= lo),
-            100 * gap,
-            None,
-            "points, the better of REPS and AR minus the worse of Ofan and 4Ofan",
-            detail,
+            {"gap": gaps},
+            ", ".join(f"{s} {pct(v)}" for s, v in st.items()),
             "" if cc != "swift" else "the paper's MSwift is this testbed's swift",
         )
 
@@ -542,17 +784,13 @@ def c_fig11_mixes(d: Data) -> Outcome:
     if got is None:
         return no_data("fig11 (all AR, all 4Ofan and the four mixes)")
     ar, p4, mixes = got
-    mid = (ar.mean + p4.mean) / 2
-    lowers = all(v.mean < ar.mean for v in mixes.values())
-    above = all(v.mean >= mid - v.sem for v in mixes.values())
-    worst = max(v.mean for v in mixes.values())
+    mid = Stat((ar.mean + p4.mean) / 2, math.hypot(ar.sem, p4.sem) / 2, min(ar.n, p4.n))
     return Outcome(
-        verdict(lowers and above),
-        100 * (min(v.mean for v in mixes.values()) - mid),
-        None,
-        "points, the best mix above the midpoint",
+        {
+            "below_ar": {f"AR - {m}": iv(diff(ar, v), 100) for m, v in mixes.items()},
+            "above_mid": {f"{m} - midpoint": iv(diff(v, mid), 100) for m, v in mixes.items()},
+        },
         _mix_detail(ar, p4, mixes),
-        "" if lowers else f"a mix read {100 * worst:.2f} %, not below all-AR's {pct(ar)}",
     )
 
 
@@ -561,87 +799,80 @@ def c_fig11_edge(d: Data) -> Outcome:
     if got is None:
         return no_data("fig11 (all AR, all 4Ofan and the four mixes)")
     ar, p4, mixes = got
-    best = min(mixes, key=lambda m: mixes[m].mean)
     return Outcome(
-        verdict(best == "edge"),
-        100 * mixes["edge"].mean,
-        100 * mixes["edge"].sem,
-        "% CCT increase, 4Ofan at the edge",
-        _mix_detail(ar, p4, mixes) + f"; best mix: {best}",
+        {"edge_best": {f"{m} - edge": iv(diff(v, mixes["edge"]), 100) for m, v in mixes.items() if m != "edge"}},
+        _mix_detail(ar, p4, mixes),
     )
+
+
+def _receivers(sub: pd.DataFrame) -> tuple[Stat, Stat]:
+    """Per run: the receivers' largest queue (E->H) minus the largest of any other stage, in packets; and over
+    the bound in packet times."""
+    others = sub[[f"queue_{st}_max_pkts" for st in STAGES_UP + STAGES_DOWN]].max(axis=1)
+    t_pkt = (sub["cell_payload"] + 58 + 24) * 8 / sub["rate_bps"]  # one frame's line time
+    share = sub["queue_edge_host_max_pkts"] / (sub["cct_lower_bound_s"] / t_pkt)
+    return stat_of(sub["queue_edge_host_max_pkts"] - others), stat_of(share)
 
 
 def c_fig13_receivers(d: Data) -> Outcome:
     rows = valid(d.of("fig13"))
     if rows.empty:
         return no_data("fig13")
-    parts, ok, spread_worst = [], True, 0.0
+    m: dict[str, dict[str, Interval]] = {"lead": {}, "share": {}, "spread": {}, "ofan": {}}
+    parts = []
     for wl in ("moe", "moe-eplb"):
         sub = rows[(rows["cell_workload"] == wl) & (rows["cell_cc"] == "none")]
         if sub.empty or not all((sub["cell_label"] == s).any() for s in MOE):
             return no_data(f"fig13 {wl} without a CCA for every scheme")
-        stages = {st: float(sub[f"queue_{st}_max_pkts"].max()) for st in STAGES_UP + STAGES_DOWN + ("edge_host",)}
-        at_receivers = stages["edge_host"] >= max(stages.values())
-        t_pkt = (sub["cell_payload"] + 58 + 24) * 8 / sub["rate_bps"]  # one frame's line time
-        big = float((sub["queue_edge_host_max_pkts"] / (sub["cct_lower_bound_s"] / t_pkt)).median())
-        cct = {s: float(sub[sub["cell_label"] == s]["cct_s"].mean()) for s in MOE}
-        spread = max(cct.values()) / min(cct.values()) - 1
-        spread_worst = max(spread_worst, spread)
-        ofan_best = cct["ofan"] <= min(cct[s] for s in ("ar", "reps")) * 1.02
-        ok = ok and at_receivers and big >= 0.10 and spread <= 0.10 and ofan_best
+        lead, share = _receivers(sub)
+        cct = {s: stat(sub, "cct_s", cell_label=s) for s in MOE}
+        ivs = [iv(v) for v in cct.values()]
+        spread = over(highest(*ivs), lowest(*ivs)).plus(-1).times(100)
+        m["lead"][wl], m["share"][wl] = iv(lead), iv(share, 100)
+        m["spread"][wl] = Interval(spread.value, max(0.0, spread.lo), spread.hi)
+        m["ofan"] |= {f"{wl}: ofan / {y}": iv(ratio(cct["ofan"], cct[y])) for y in ("ar", "reps")}
         parts.append(
-            f"{wl}: largest queue at the receivers {stages['edge_host']:.0f} packets (other stages up to "
-            f"{max(v for k, v in stages.items() if k != 'edge_host'):.0f}), {100 * big:.0f} % of the bound "
-            f"in packet times; CCT spread {100 * spread:.1f} % ("
-            + ", ".join(f"{s} {1e3 * v:.1f} ms" for s, v in cct.items())
+            f"{wl}: the receivers' largest queue {lead.mean:+.0f} packets over the other stages', {100 * share.mean:.0f} "
+            f"% of the bound in packet times; CCT spread {spread.value:.1f} % ("
+            + ", ".join(f"{s} {1e3 * v.mean:.1f} ms" for s, v in cct.items())
             + ")"
         )
-    return Outcome(
-        verdict(ok), 100 * spread_worst, None, "% CCT spread over the schemes (worst skew)", "; ".join(parts)
-    )
+    return Outcome(m, "; ".join(parts))
 
 
 def c_fig13_nscc(d: Data) -> Outcome:
     rows = d.of("fig13")
-    gaps: dict[str, Stat] = {}
+    gaps: dict[str, Interval] = {}
+    best: dict[str, Interval] = {}
     parts = []
     for wl in ("moe", "moe-eplb"):
         st = {s: stat(rows, "cct_increase", cell_label=s, cell_workload=wl, cell_cc="nscc") for s in MOE}
         if not all(v.ok for v in st.values()):
             return no_data(f"fig13 {wl} with NSCC")
-        other = min(("ar", "reps"), key=lambda s: st[s].mean)
-        gaps[wl] = diff(st[other], st["ofan"])
+        g = {f"{wl}: {y} - ofan": iv(diff(st[y], st["ofan"]), 100) for y in ("ar", "reps")}
+        gaps |= g
+        best[wl] = lowest(*g.values())
         parts.append(f"{wl}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
-    ok = all(g.mean > 0 for g in gaps.values()) and gaps["moe-eplb"].mean > gaps["moe"].mean
     return Outcome(
-        verdict(ok),
-        100 * gaps["moe-eplb"].mean,
-        100 * gaps["moe-eplb"].sem,
-        "points, the better of AR and REPS minus Ofan (EPLB)",
-        "; ".join(parts) + "; gaps " + ", ".join(f"{wl} {100 * g.mean:.2f}" for wl, g in gaps.items()),
+        {"ofan_best": gaps, "eplb_larger": {"EPLB - no EPLB": minus(best["moe-eplb"], best["moe"])}},
+        "; ".join(parts)
+        + "; better of AR and REPS minus Ofan "
+        + ", ".join(f"{wl} {g.value:.2f}" for wl, g in best.items()),
     )
 
 
 def c_fig14_factor(d: Data) -> Outcome:
     rows = d.of("fig14")
-    parts, factors = [], []
+    factors: dict[str, Interval] = {}
+    parts = []
     for cc in ("nscc", "swift"):
         st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in MOE}
         if not all(v.ok for v in st.values()):
             return no_data(f"fig14 with {cc}")
-        base = min(st["ar"].mean, st["reps"].mean)
-        f = {s: base / st[s].mean if st[s].mean > 0 else math.inf for s in ("ofan", "4ofan")}
-        factors += list(f.values())
-        parts.append(
-            f"{cc}: "
-            + ", ".join(f"{s} {pct(v)}" for s, v in st.items())
-            + "; factors "
-            + ", ".join(f"{s} {v:.1f}x" for s, v in f.items())
-        )
-    ok = all(v >= 4 for v in factors)
-    return Outcome(
-        verdict(ok), min(factors), None, "x, the smallest factor (Ofan or 4Ofan, NSCC or Swift)", "; ".join(parts)
-    )
+        f = {f"{cc}: {y} / {x}": iv(ratio(st[y], st[x])) for y in ("ar", "reps") for x in ("ofan", "4ofan")}
+        factors |= f
+        parts.append(f"{cc}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
+    return Outcome({"factor": factors}, "; ".join(parts))
 
 
 def c_fig14_models(d: Data) -> Outcome:
@@ -650,21 +881,29 @@ def c_fig14_models(d: Data) -> Outcome:
     st = {(s, m): stat(rows, "cct_increase", cell_label=s, size_bytes=m) for s in ("ar", "reps", "ofan") for m in sizes}
     if not all(v.ok for v in st.values()):
         return no_data("fig14m (8B and 405B)")
-    ofan_falls = st[("ofan", sizes[1])].mean < st[("ofan", sizes[0])].mean
-    ratio = {
-        s: st[(s, sizes[1])].mean / st[(s, sizes[0])].mean if st[(s, sizes[0])].mean > 0 else math.inf
-        for s in ("ar", "reps", "ofan")
-    }
-    ok = ofan_falls and ratio["ofan"] < min(ratio["ar"], ratio["reps"])
+    r = {s: ratio(st[(s, sizes[1])], st[(s, sizes[0])]) for s in ("ar", "reps", "ofan")}
     return Outcome(
-        verdict(ok),
-        ratio["ofan"],
-        None,
-        "Ofan's increase at 405B over 8B",
+        {
+            "ofan_falls": {"ofan 8B - 405B": iv(diff(st[("ofan", sizes[0])], st[("ofan", sizes[1])]), 100)},
+            "ratio_below": {f"{y} - ofan": iv(diff(r[y], r["ofan"])) for y in ("ar", "reps")},
+        },
         ", ".join(
-            f"{s} {pct(st[(s, sizes[0])])} at 8B, {pct(st[(s, sizes[1])])} at 405B" for s in ("ar", "reps", "ofan")
+            f"{s} {pct(st[(s, sizes[0])])} at 8B, {pct(st[(s, sizes[1])])} at 405B (ratio {r[s].mean:.2f})"
+            for s in ("ar", "reps", "ofan")
         ),
     )
+
+
+def band_error(got: Interval, model: float, low: float, high: float) -> Interval:
+    """Where `got` lies in the band [low, high] around `model`: 0 at the model, -1 at `low`, +1 at `high`
+    (linear on each side; endpoint by endpoint)."""
+
+    def f(x: float) -> float:
+        if x >= model:
+            return (x - model) / (high - model) if high > model else math.inf
+        return (x - model) / (model - low) if model > low else -math.inf
+
+    return Interval(f(got.value), f(got.lo), f(got.hi))
 
 
 def c_fig18_model(d: Data) -> Outcome:
@@ -672,28 +911,26 @@ def c_fig18_model(d: Data) -> Outcome:
     rows = rows[rows["cell_label"] == "ofan"] if not rows.empty else rows
     if rows.empty:
         return no_data("Ofan in fig17 (an inter-pod permutation without ACKs)")
-    parts, ok, edge_err = [], True, 0.0
+    edge: dict[str, Interval] = {}
+    others: dict[str, Interval] = {}
+    parts = []
     for k, g in rows.groupby("k"):
         model = queue_model.layer_means(int(k))
-        got = {st: float(g[f"queue_{st}_avg_pkts"].mean()) for st in queue_model.STAGES}
-        e = got["edge_agg"] - model["edge_agg"]
-        edge_err = max(edge_err, abs(e))
-        ok = ok and abs(e) <= max(0.25 * model["edge_agg"], 0.1)
-        ok = ok and all(
-            got[st] <= max(3 * model[st], model[st] + 0.25) and model[st] <= max(3 * got[st], got[st] + 0.25)
-            for st in queue_model.STAGES
-            if st != "edge_agg"
-        )
+        got = {st: stat_of(g[f"queue_{st}_avg_pkts"]) for st in queue_model.STAGES}
+        m = model["edge_agg"]
+        tol = max(0.25 * m, 0.1)
+        edge[f"k={int(k)}"] = band_error(iv(got["edge_agg"]), m, m - tol, m + tol)
+        for st in queue_model.STAGES[1:]:
+            m = model[st]
+            low, high = max(0.0, min(m / 3, m - 0.25)), max(3 * m, m + 0.25)
+            others[f"k={int(k)} {st}"] = band_error(iv(got[st]), m, low, high)
         parts.append(
-            f"k={int(k)}: " + ", ".join(f"{st} {got[st]:.2f} (model {model[st]:.2f})" for st in queue_model.STAGES)
+            f"k={int(k)}: " + ", ".join(f"{st} {got[st].mean:.2f} (model {model[st]:.2f})" for st in queue_model.STAGES)
         )
     return Outcome(
-        verdict(ok),
-        edge_err,
-        None,
-        "packets, the edge uplinks' largest error",
+        {"edge": edge, "others": others},
         "; ".join(parts),
-        "" if ok else "the kernel counts a packet in a queue until the far end's program sees it",
+        caveat="the kernel counts a packet in a queue until the far end's program sees it",
     )
 
 
@@ -703,12 +940,12 @@ def c_memory(d: Data) -> Outcome:
     edge_ptrs = decisions.N_CLASSES * (tree.n_edges - 1)  # one per (other edge switch, size class)
     agg_ptrs = decisions.N_CLASSES * (tree.pods - 1)  # one per (other pod, size class)
     edge_kb, agg_b, basis_b = edge_ptrs * b / 8 / 1024, agg_ptrs * b / 8, tree.w * b / 8
-    ok = abs(edge_kb - 2.5) <= 0.125 and abs(agg_b - 79) <= 2 and round(basis_b) == 20
     return Outcome(
-        verdict(ok),
-        edge_kb,
-        None,
-        "KB per edge switch (k=64)",
+        {
+            "edge": {"k=64": Interval.exact(edge_kb)},
+            "agg": {"k=64": Interval.exact(agg_b)},
+            "basis": {"k=64": Interval.exact(basis_b)},
+        },
         f"edge switch {edge_ptrs} pointers of {b} bits = {edge_kb:.2f} KB; aggregation switch {agg_ptrs} "
         f"pointers = {agg_b:.0f} B; basis {tree.w} x {b} bits = {basis_b:.0f} B",
     )
@@ -717,11 +954,12 @@ def c_memory(d: Data) -> Outcome:
 def c_rtt(d: Data) -> Outcome:
     rtt = 2 * 6 * PAPER_LINK_DELAY_PKTS  # an inter-pod path, both ways, in packet times of 4,178 B
     m1, m4 = 256 / rtt, 1024 / rtt
-    ok = abs(rtt / 150 - 1) <= 0.1 and abs(m1 / 1.7 - 1) <= 0.1 and abs(m4 / 6.8 - 1) <= 0.1
     return Outcome(
-        verdict(ok),
-        rtt,
-        None,
-        "packet times, the inter-pod propagation RTT",
-        f"1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one packet time, left out)",
+        {
+            "rtt": {"inter-pod": Interval.exact(rtt)},
+            "m1": {"1 MB": Interval.exact(m1)},
+            "m4": {"4 MB": Interval.exact(m4)},
+        },
+        f"RTT {rtt:.1f} packet times; 1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one "
+        "packet time, left out)",
     )

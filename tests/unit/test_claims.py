@@ -24,7 +24,7 @@ from testbed.run.params import RunError
 from testbed.run.sweep import SweepDir
 from testbed.topology.timebase import PAPER
 
-from .test_claim_rules import data, row
+from .test_claim_rules import data, fig1, row
 
 
 def by_id(cid: str) -> cl.Claim:
@@ -131,11 +131,11 @@ def test_doc_keeps_its_hand_written_parts(tmp_path: Path) -> None:
 
 
 def test_an_unfinished_experiment_is_not_judged_on_part_of_its_runs() -> None:
-    good = [row("ofan", utilisation=0.99), row("reps", utilisation=0.93), row("ar", utilisation=0.94)]
+    good = fig1(1.0, 0.99, 0.93, 0.94)
     c1, c9 = by_id("C1"), by_id("C9")  # C9 reads fig3, fig6 and fig17
-    whole = cl.evaluate([c1], data(fig1=good))
+    whole = cl.evaluate([c1], good)
     assert whole[0]["verdict"] == "agrees"
-    part = cl.evaluate([c1, c9], data(fig1=good), {"fig1": "12 of 18 runs", "fig17": "0 of 18 runs"})
+    part = cl.evaluate([c1, c9], good, {"fig1": "12 of 18 runs", "fig17": "0 of 18 runs"})
     assert [r["verdict"] for r in part] == ["no data", "no data"]
     assert "fig1 (12 of 18 runs)" in part[0]["notes"] and "fig17 (0 of 18 runs)" in part[1]["notes"]
     assert "fig1 (" not in part[1]["notes"]  # only what the claim reads
@@ -232,3 +232,34 @@ def test_wall_time_adds_up_over_invocations_an_interrupted_one_included(tmp_path
     (tmp_path / execution.WALL).unlink()  # a directory from before wall.json: claims.json's total
     (tmp_path / "claims.json").write_text('{"wall_s": 60.0}')
     assert execution._previous_wall_s(tmp_path) == 60.0
+
+
+# -- decisions, seeds and the documents ------------------------------------------------------------
+def test_every_claim_decides_with_margins_and_a_seed_cap() -> None:
+    for c in cl.claims():
+        assert c.decisions and len({d.name for d in c.decisions}) == len(c.decisions), c.cid
+        assert c.seeds == (30 if c.cid in ("C11", "C31") else 10), c.cid  # the paper's runs: Fig. 17's 30
+        assert c.cap("quick") == 3 and c.cap("paper") == c.seeds
+    for scale in cl.SCALES:  # one seed has no spread: every experiment starts with two at least
+        assert all(len(m.values("seed")) >= 2 for m in cl.matrices(scale, "paper", cl.claims()).values())
+
+
+def test_claims_json_and_md_carry_seeds_interval_margin_and_verdict(tmp_path: Path) -> None:
+    results = cl.evaluate([by_id("C1"), by_id("C10")], fig1(1.0, 0.99, 0.95, 0.94, 0.005))
+    cl.write(tmp_path, results, {"scale": "quick", "wall_s": 0.0})
+    j = json.loads((tmp_path / "claims.json").read_text())
+    c1, c10 = j["claims"]
+    assert c1["verdict"] == "not decided" and c1["seeds"] == {"fig1": [1, 2]} and c1["seed_cap"] == 3
+    assert c1["quantity"] == "REPS's and AR's utilisation at load 1 (reps)"  # the part not decided
+    assert c1["interval"] == [pytest.approx(94.0), pytest.approx(96.0)] and (c1["comparison"], c1["margin"]) == (
+        "<=",
+        95,
+    )
+    assert "not decided with 2 seeds (cap 3)" in c1["notes"]
+    assert {p["member"]: p["verdict"] for p in c1["parts"]} == {"ofan": "agrees", "reps": "not decided", "ar": "agrees"}
+    assert c10["seeds"] == {} and c10["seed_cap"] is None and c10["interval"] == [30.0, 30.0]
+    md = (tmp_path / "claims.md").read_text()
+    assert "| claim | section | the paper | here | interval | margin | seeds | verdict |" in md
+    assert "| 95 % | [94, 96] | <= 95 % | 2 (cap 3) | **not decided** |" in md
+    assert "- seeds: fig1: 1, 2 (cap 3 at this scale)" in md
+    assert "- decides: Ofan's utilisation at load 1 >= 97 %; REPS's and AR's utilisation at load 1 <= 95 %" in md

@@ -1,26 +1,52 @@
 """The paper's quantitative claims, one check each (`testbed paper claims`).
 
 A claim has the paper's section, its statement (in our words) and number, every experiment whose runs it
-reads (a sweep matrix per scale, shared by every claim that needs it), and a rule that decides the verdict
-from those experiments' valid runs: agrees, disagrees, not comparable here (with why), or pending (the
-experiment needs what a later change builds: said, never dropped). The rules are written before any run and
-are not tuned to results.
+reads (a sweep matrix per scale, shared by every claim that needs it), a rule that measures the quantities it
+compares from those experiments' valid runs, each quantity's decision (a comparison with a margin) and its seed
+cap (the paper's runs per scenario), all written before any run. A quantity is judged on its interval (a mean
++- 2 SEM, a growth exponent's 95 % interval, or an exact number): agrees or disagrees only when the whole
+interval lies on one side of its margin, "not decided" otherwise. Besides: not comparable here (with why), pending (the experiment needs what a later change builds: said,
+never dropped), no data. The rules are not tuned to results.
 
     catalogue.py   the experiments and the claims, as data; which experiments a choice of claims reads
     execution.py   the check: the experiments' sweeps (testbed.run.runner), the rules, the documents
     document.py    claims.json, claims.md, and claims.md spliced into a page (docs/reproduction.md)
 
-The rules themselves are pure functions of the rows, beside the sweep statistics: testbed.measure.claim_rules.
+The rules and the decision itself are pure functions of the rows, beside the sweep statistics:
+testbed.measure.claim_rules.
 
     DIR/experiments/NAME/   each experiment's sweep (resumable: testbed.run.sweep)
-    DIR/claims.json         every claim: section, statement, paper, value, SEM, verdict, rule, notes
+    DIR/claims.json         every claim: section, statement, paper, seeds, interval, margin, verdict, rule, notes
     DIR/claims.md           the same as a page (docs/reproduction.md is generated from it)
 """
 
 from __future__ import annotations
 
-from .catalogue import DESIGNS, RATE_FACTOR, SCALES, Claim, Experiment, claims, experiments, matrices, needed, select
-from .document import DOC_BEGIN, DOC_END, check_doc, format_value, markdown, splice_doc, write
+from .catalogue import (
+    DESIGNS,
+    RATE_FACTOR,
+    SCALE_SEEDS,
+    SCALES,
+    Claim,
+    Experiment,
+    claims,
+    experiments,
+    matrices,
+    needed,
+    select,
+)
+from .document import (
+    DOC_BEGIN,
+    DOC_END,
+    check_doc,
+    format_interval,
+    format_margin,
+    format_seeds,
+    format_value,
+    markdown,
+    splice_doc,
+    write,
+)
 from .execution import Checked, check, evaluate, load_rows, run, sweep_dirs
 
 __all__ = [
@@ -29,6 +55,7 @@ __all__ = [
     "DOC_END",
     "RATE_FACTOR",
     "SCALES",
+    "SCALE_SEEDS",
     "Checked",
     "Claim",
     "Experiment",
@@ -37,6 +64,9 @@ __all__ = [
     "claims",
     "evaluate",
     "experiments",
+    "format_interval",
+    "format_margin",
+    "format_seeds",
     "format_value",
     "load_rows",
     "markdown",

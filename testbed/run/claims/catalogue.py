@@ -1,6 +1,8 @@
 """The claims check's catalogue, as data: the experiments (a sweep matrix per scale, shared by every claim
 that reads it) and the paper's claims, each with its section, statement, the paper's number, the rule that
-decides its verdict (testbed.measure.claim_rules) and every experiment whose runs that rule reads."""
+measures it (testbed.measure.claim_rules), every experiment whose runs that rule reads, its decisions (each
+quantity compared, the comparison and its margin) and its seed cap (the paper's runs per scenario), all written
+before any run."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from ...measure import claim_rules as r
-from ...measure.claim_rules import KB, MB, MIXES, Data, Outcome
+from ...measure.claim_rules import KB, MB, MIXES, Data, Decision, Outcome
 from ..params import RunError
 from ..sweep import Matrix, matrix
 
@@ -21,6 +23,14 @@ SCALES = ("quick", "paper")
 # Those were the budget of 2026-12-03; the budget re-measured on a slow day (2026-12-07) is lower (k=8:
 # 5.4 Mbit/s, k=12: 1.3 Mbit/s), and this factor was kept on top of it (not re-measured)
 RATE_FACTOR = 0.75
+# The paper runs every scenario at least 10 times (Sec. 6, "Simulator") and Fig. 17 30 times per size (App.
+# F.3): the most seeds a claim's experiments grow to while it is not decided. The quick scale stops at 3 so
+# that `testbed paper claims --scale quick` stays within about 20 minutes (a first batch of two or three seeds
+# is 278 runs, a third seed for every experiment at most 124 more, about 3 s each at k=4 and 8).
+PAPER_SEEDS, FIG17_SEEDS = 10, 30
+SCALE_SEEDS = {"quick": 3, "paper": None}  # None: the claim's own cap
+# how a claim's verdict combines its comparisons, said in every rule that has several
+ALL = "agrees when every one is decided its way; disagrees when any is decided the other way; else not decided"
 
 
 @dataclass(frozen=True)
@@ -44,16 +54,28 @@ class Claim:
     section: str
     statement: str  # the paper's claim, in our words
     paper: str  # the paper's number
-    rule: str  # what decides "agrees", in words (the code is `check`)
+    rule: str  # what is measured and how the comparisons combine, in words (the code is `check`)
+    decisions: tuple[Decision, ...] = ()  # each quantity `check` measures, its comparison and margin
     experiments: tuple[str, ...] = ()  # every experiment (DESIGNS' names) whose runs `check` reads; () for a
     # claim computed from the testbed's own definitions
     check: Callable[[Data], Outcome] | None = None
+    seeds: int = PAPER_SEEDS  # the paper's runs per scenario: the most seeds its experiments grow to
     needs: str = ""  # pending: what it needs
 
     @property
     def experiment(self) -> str | None:
         """The experiments it reads as one text (claims.json's and claims.md's "experiment"); None: none."""
         return ", ".join(self.experiments) or None
+
+    def cap(self, scale: str) -> int:
+        """The most seeds its experiments grow to at `scale` while it is not decided."""
+        limit = SCALE_SEEDS.get(scale)
+        return self.seeds if limit is None else min(self.seeds, limit)
+
+
+def D(name: str, quantity: str, comparison: r.Comparison, margin: r.Margin, unit: str = "") -> Decision:
+    """A decision, in the catalogue's short form."""
+    return Decision(name=name, quantity=quantity, comparison=comparison, margin=margin, unit=unit)
 
 
 # -- the experiments ------------------------------------------------------------------------
@@ -134,14 +156,14 @@ DESIGNS: tuple[Design, ...] = (
         "the two-level fat tree (Fig. 10)",
         MAIN,
         {"topology": "leafspine", "k": (16,), "seed": (1, 2)},
-        {"topology": "leafspine", "k": (64,), "seed": (1,)},
+        {"topology": "leafspine", "k": (64,), "seed": (1, 2)},
     ),
     Design(
         "fig12",
         "congestion control: DCTCP, NSCC and Swift, a 4 MB permutation, 800 KB buffers (Fig. 12)",
         MAIN,
-        {"size": (4 * MB,), "cc": CCS, "seed": (1,)},
-        {"size": (4 * MB,), "cc": CCS, "k": (12,), "seed": (1,)},
+        {"size": (4 * MB,), "cc": CCS, "seed": (1, 2)},
+        {"size": (4 * MB,), "cc": CCS, "k": (12,), "seed": (1, 2)},
     ),
     Design(
         "fig11",
@@ -161,15 +183,15 @@ DESIGNS: tuple[Design, ...] = (
         "fig14",
         "FSDP2's chained backward pass on Llama-3 405B (1,533 packets per step), NSCC and Swift (Fig. 14)",
         MAIN,
-        {"workload": ("fsdp",), "size": (1533 * 4096,), "cc": ("nscc", "swift"), "gpus_per_server": 4, "seed": (1,)},
-        {"workload": ("fsdp",), "size": (1533 * 4096,), "cc": ("nscc", "swift"), "k": (8,), "steps": 8, "seed": (1,)},
+        {"workload": ("fsdp",), "size": (1533 * 4096,), "cc": ("nscc", "swift"), "gpus_per_server": 4, "seed": (1, 2)},
+        {"workload": ("fsdp",), "size": (1533 * 4096,), "cc": ("nscc", "swift"), "k": (8,), "steps": 8, "seed": (1, 2)},
     ),
     Design(
         "fig14m",
         "FSDP2's chained backward pass per model: 8B and 405B, Ofan, AR and REPS with NSCC (Fig. 14)",
         ("ar", "reps", "ofan"),
-        {"workload": ("fsdp",), "size": FSDP_SIZES, "cc": ("nscc",), "gpus_per_server": 4, "seed": (1,)},
-        {"workload": ("fsdp",), "size": FSDP_SIZES, "cc": ("nscc",), "k": (8,), "steps": 8, "seed": (1,)},
+        {"workload": ("fsdp",), "size": FSDP_SIZES, "cc": ("nscc",), "gpus_per_server": 4, "seed": (1, 2)},
+        {"workload": ("fsdp",), "size": FSDP_SIZES, "cc": ("nscc",), "k": (8,), "steps": 8, "seed": (1, 2)},
     ),
     Design(
         "fig17",
@@ -193,6 +215,7 @@ def experiments() -> dict[str, Experiment]:
 
 
 # -- the claims --------------------------------------------------------------------------------
+PTS = "points"  # of CCT increase, or of overload: percentage points
 CLAIMS: tuple[Claim, ...] = (
     Claim(
         cid="C1",
@@ -200,7 +223,12 @@ CLAIMS: tuple[Claim, ...] = (
         statement="At load 1 (1 MB permutation, no congestion control) REPS and AR saturate "
         "below 95 % utilisation while Ofan reaches about 99 %.",
         paper="REPS, AR < 95 %; Ofan about 99 %",
-        rule="Ofan's mean utilisation at load 1 >= 97 % and REPS's and AR's < 95 %",
+        rule=f"each scheme's mean utilisation at load 1 +- 2 SEM: Ofan's above its margin, REPS's and AR's below "
+        f"theirs; {ALL}",
+        decisions=(
+            D("ofan", "Ofan's utilisation at load 1", ">=", 97, "%"),
+            D("others", "REPS's and AR's utilisation at load 1", "<=", 95, "%"),
+        ),
         experiments=("fig1",),
         check=r.c_fig1_utilisation,
     ),
@@ -209,7 +237,8 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 1, Fig. 1(a)",
         statement="Below load 0.9 every scheme keeps up with the load (utilisation on the diagonal).",
         paper="utilisation = load up to 0.9",
-        rule="at load 0.8 every scheme's mean utilisation is within 3 points of 80 %",
+        rule=f"each scheme's (Ofan, REPS, AR) mean utilisation at load 0.8 +- 2 SEM, within 3 points of 80 %; {ALL}",
+        decisions=(D("utilisation", "each scheme's utilisation at load 0.8", "within", (77, 83), "%"),),
         experiments=("fig1",),
         check=r.c_fig1_load,
     ),
@@ -218,7 +247,14 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.2, Fig. 3",
         statement="Simple RR and JSQ balance both uplink stages almost perfectly and collapse on both downlink stages.",
         paper="near 0 up, large down",
-        rule="for RR and JSQ: worst overload of E->A and A->C <= 10 %, and each of C->A and A->E >= 3x that and >= 10 %",
+        rule="for RR and JSQ, each stage's mean overload +- 2 SEM: the worst uplink stage (E->A, A->C; the higher "
+        "of the two intervals) low, each downlink stage (C->A, A->E) high and above 3x the worst uplink stage; "
+        f"{ALL}",
+        decisions=(
+            D("up", "the worst uplink stage's overload, RR and JSQ", "<=", 10, "%"),
+            D("down", "each downlink stage's overload, RR and JSQ", ">=", 10, "%"),
+            D("down_over_up", "each downlink stage's overload minus 3x the worst uplink stage's", ">=", 0, PTS),
+        ),
         experiments=("fig3",),
         check=r.c_fig3_rr_jsq,
     ),
@@ -227,8 +263,13 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.2, Fig. 3",
         statement="Only the destination-aware schemes are near-flat across all four stages.",
         paper="Ofan, 4Ofan, DRB, Ethereal near 0 at every stage",
-        rule="the worst stage of every destination-aware scheme <= 10 % < the worst stage of every destination-"
-        "oblivious one (RR, JSQ, Choice, DRILL, RPS, AR)",
+        rule="each scheme's worst stage (the highest of its four stages' mean overload +- 2 SEM): every "
+        "destination-aware scheme's (Ofan, 4Ofan, DRB, Ethereal) low, every destination-oblivious one's (RR, JSQ, "
+        f"Choice, DRILL, RPS, AR) high; {ALL}",
+        decisions=(
+            D("aware", "the worst stage's overload of each destination-aware scheme", "<=", 10, "%"),
+            D("oblivious", "the worst stage's overload of each destination-oblivious scheme", ">=", 10, "%"),
+        ),
         experiments=("fig3",),
         check=r.c_fig3_aware,
     ),
@@ -237,7 +278,8 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.2, Fig. 3",
         statement="Ethereal achieves ideal balance.",
         paper="0 at every stage",
-        rule="Ethereal's worst overload at every stage <= 2 %",
+        rule="Ethereal's worst stage (the highest of its four stages' mean overload +- 2 SEM)",
+        decisions=(D("worst", "Ethereal's worst stage's overload", "<=", 2, "%"),),
         experiments=("fig3",),
         check=r.c_fig3_ethereal,
     ),
@@ -246,7 +288,9 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.3-3.5, Fig. 4(b), Thm. 2",
         statement="Simple RR, JSQ and CONGA: the largest queue grows nearly linearly with the message size.",
         paper="Theta(m)",
-        rule="each one's exponent of the largest queue against m (least squares, 256 KB-4 MB) >= 0.7",
+        rule="each one's exponent of the largest queue against m (least squares over every valid run, 256 KB-4 MB) "
+        f"with its 95 % interval; {ALL}",
+        decisions=(D("exponent", "the exponent of the largest queue against m, RR, JSQ and CONGA", ">=", 0.7),),
         experiments=("fig4",),
         check=r.c_fig4_linear,
     ),
@@ -255,7 +299,10 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.3-3.5, Fig. 4(b), Thm. 1",
         statement="RPS (RSQ), REPS and AR: the largest queue grows about as the square root of the message size.",
         paper="Theta(sqrt m)",
-        rule="each one's exponent in [0.3, 0.7)",
+        rule=f"each one's exponent (as C6) with its 95 % interval; {ALL}",
+        decisions=(
+            D("exponent", "the exponent of the largest queue against m, RPS, REPS and AR", "within", (0.3, 0.7)),
+        ),
         experiments=("fig4",),
         check=r.c_fig4_sqrt,
     ),
@@ -264,7 +311,10 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 3.4-5.1, Fig. 4(b), Thms. 3-5",
         statement="Ethereal, DRB, 4Ofan and Ofan: the largest queue does not grow with the message size.",
         paper="O(1)",
-        rule="each one's exponent < 0.3",
+        rule=f"each one's exponent (as C6) with its 95 % interval; {ALL}",
+        decisions=(
+            D("exponent", "the exponent of the largest queue against m, Ethereal, DRB, 4Ofan and Ofan", "<=", 0.3),
+        ),
         experiments=("fig4",),
         check=r.c_fig4_flat,
     ),
@@ -273,7 +323,10 @@ CLAIMS: tuple[Claim, ...] = (
         section="App. F.4",
         statement="Ofan's edge-uplink queue never exceeds w + 1 packets, whatever the message size.",
         paper="<= w + 1 (exact)",
-        rule="the largest edge-uplink queue of every valid Ofan run without ACKs or failures <= k/2 + 1",
+        rule="the largest edge-uplink queue of every valid Ofan run without ACKs or failures, at each k, minus "
+        "k/2 + 1: exact (the bound is deterministic, so one run beyond it is a counter-example; no mean is "
+        f"taken); {ALL}",
+        decisions=(D("excess", "the largest edge-uplink queue minus w + 1, at each k", "<=", 0, "packets"),),
         experiments=("fig3", "fig6", "fig17"),
         check=r.c_f4_edge_bound,
     ),
@@ -282,7 +335,14 @@ CLAIMS: tuple[Claim, ...] = (
         section="App. F.2",
         statement="For w = 6 the XOR-and-add mapping yields 30 distinct cyclic port orders, against 6 with additions alone.",
         paper="30 vs 6",
-        rule="the testbed's basis gives >= 30 distinct cyclic orders; the addition alone gives w = 6 orders",
+        rule=f"the data plane's mapping (decisions.ofan_port) with {r.F2_DRAWS} bases drawn at random (seeded): the "
+        "median number of distinct cyclic orders over every pointer id, and over the ids whose XOR constant is 0 "
+        "(the addition alone), each with its order-statistics 95 % interval; the data plane's own basis is "
+        f"reported apart; {ALL}",
+        decisions=(
+            D("xor", "the median distinct cyclic orders of the XOR-and-add mapping (w = 6)", ">=", 30, "orders"),
+            D("addition", "the median distinct cyclic orders of the addition alone", "within", (6, 6), "orders"),
+        ),
         experiments=(),
         check=r.c_f2_orders,
     ),
@@ -291,16 +351,26 @@ CLAIMS: tuple[Claim, ...] = (
         section="App. F.3, Fig. 17",
         statement="The ratio of DRB's largest queue to Ofan's grows with the network size.",
         paper="growing ratio",
-        rule="DRB/Ofan (means) at the largest k > at the smallest k, and > 1",
+        rule="DRB's over Ofan's mean largest queue at each k (its SEM by the delta method): larger at the largest "
+        f"k than at the smallest, and above 1 there; {ALL}",
+        decisions=(
+            D("growth", "DRB/Ofan at the largest k minus at the smallest k", ">=", 0, "x"),
+            D("ratio", "DRB/Ofan at the largest k", ">=", 1, "x"),
+        ),
         experiments=("fig17",),
         check=r.c_f3_ratio,
+        seeds=FIG17_SEEDS,
     ),
     Claim(
         cid="C12",
         section="Sec. 4.2",
         statement="DRB is balanced for large messages but worse for small ones, which Ofan's consolidated pointers avoid.",
         paper="DRB worse at small m",
-        rule="DRB's CCT increase at 256 KB > at 4 MB, and above Ofan's at 256 KB by more than one SEM",
+        rule=f"differences of mean CCT increase +- 2 SEM: DRB's at 256 KB above its own at 4 MB and above Ofan's; {ALL}",
+        decisions=(
+            D("small_vs_large", "DRB's CCT increase at 256 KB minus at 4 MB", ">=", 0, PTS),
+            D("vs_ofan", "DRB's minus Ofan's CCT increase at 256 KB", ">=", 0, PTS),
+        ),
         experiments=("fig4",),
         check=r.c_drb_small,
     ),
@@ -309,7 +379,12 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.1, Fig. 5(a)",
         statement="The CCT gap between 4Ofan and the existing schemes grows with the network size.",
         paper="about 5 % at 16 hosts to 11 % at 1,024",
-        rule="(best of AR and REPS) - 4Ofan > 0 at every k, and larger at the largest k than at the smallest",
+        rule="AR's and REPS's minus 4Ofan's mean CCT increase +- 2 SEM above 0 at every k, and the better of the "
+        f"two gaps (the lower interval) larger at the largest k than at the smallest; {ALL}",
+        decisions=(
+            D("gap", "AR's and REPS's minus 4Ofan's CCT increase, at each k", ">=", 0, PTS),
+            D("growth", "the better of AR and REPS minus 4Ofan, at the largest k minus at the smallest", ">=", 0, PTS),
+        ),
         experiments=("fig5",),
         check=r.c_fig5_gap,
     ),
@@ -319,7 +394,10 @@ CLAIMS: tuple[Claim, ...] = (
         statement="1Ofan against DRB recovers roughly half the CCT gap between DRB and Ofan "
         "(consolidation at the aggregation switches).",
         paper="about 1/2",
-        rule="(DRB - 1Ofan) / (DRB - Ofan) at the largest k in [0.25, 0.75]; not comparable if DRB - Ofan <= 2 SEM",
+        rule="(DRB - 1Ofan) / (DRB - Ofan) in mean CCT increase at the largest k, +- 2 SEM by the delta method; not "
+        "comparable if DRB - Ofan is at or below 0 over its whole interval, unbounded (not decided) while that "
+        "interval holds 0",
+        decisions=(D("share", "(DRB - 1Ofan) / (DRB - Ofan) at the largest k", "within", (0.25, 0.75)),),
         experiments=("fig6",),
         check=r.c_fig6_half,
     ),
@@ -328,8 +406,13 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.1, Fig. 7",
         statement="The CCT gap between REPS or AR and Ofan falls like 1/sqrt(m).",
         paper="exponent -1/2",
-        rule="the exponent of (X - Ofan) in CCT increase against m in [-0.8, -0.2] for X = AR and "
-        "REPS (and every gap > 0)",
+        rule="for X = AR and REPS: X's minus Ofan's mean CCT increase +- 2 SEM above 0 at every size, and the "
+        "exponent of that gap against m (each seed's X run paired with its Ofan run, least squares on log-log "
+        f"axes) with its 95 % interval; {ALL}",
+        decisions=(
+            D("gaps", "AR's and REPS's minus Ofan's CCT increase, at each size", ">=", 0, PTS),
+            D("exponent", "the exponent of the gap against m, AR and REPS", "within", (-0.8, -0.2)),
+        ),
         experiments=("fig4",),
         check=r.c_fig7_sqrt,
     ),
@@ -338,8 +421,9 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.1, Fig. 7(a)",
         statement="REPS gets notably worse at very large messages, conjectured to be its freezing mode.",
         paper="REPS worst at large m",
-        rule="if REPS froze in the congestion-control runs: REPS's CCT increase > AR's under every CCA; else not "
-        "comparable",
+        rule="if REPS froze in the congestion-control runs: REPS's minus AR's mean CCT increase +- 2 SEM under each "
+        f"CCA; {ALL}; else not comparable",
+        decisions=(D("reps_minus_ar", "REPS's minus AR's CCT increase, each CCA", ">=", 0, PTS),),
         experiments=("fig12",),
         check=r.c_fig7_reps,
     ),
@@ -348,8 +432,20 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 4.2, 6.1, Fig. 8, Thm. 6",
         statement="Ofan's CCT has a sweet spot in the packet size, where P - H = sqrt((H / alpha) D).",
         paper="interior optimum near the model's",
-        rule="the payload of least CCT is neither the smallest nor the largest tried, and the model's P - H (alpha "
-        "from the 4 KB runs) is within 2x of it",
+        rule="the mean CCT +- 2 SEM at the smallest and at the largest payload tried above the least of the others "
+        "(an interior optimum), and the model's P - H (alpha from the 4 KB runs, +- 2 SEM) within 2x of the best "
+        "payload (every payload whose CCT interval reaches below the least upper end may be the best: the ratio's "
+        f"interval spans them); {ALL}",
+        decisions=(
+            D(
+                "interior",
+                "the CCT at the smallest and the largest payload minus the least of the others",
+                ">=",
+                0,
+                "ms",
+            ),
+            D("model", "the model's P - H over the best payload", "within", (0.5, 2.0), "x"),
+        ),
         experiments=("fig8",),
         check=r.c_fig8_sweet,
     ),
@@ -358,7 +454,11 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.2, Fig. 9",
         statement="Under random link failures, hosts paced at rho_max, Ofan keeps outperforming REPS and AR.",
         paper="Ofan lowest",
-        rule="at every failure probability > 0, Ofan's mean CCT increase over the fault-free bound < REPS's and AR's",
+        rule="at every failure probability > 0, REPS's and AR's minus Ofan's mean CCT increase over the fault-free "
+        f"bound +- 2 SEM; {ALL}",
+        decisions=(
+            D("ofan_lowest", "REPS's and AR's minus Ofan's CCT increase, each failure probability", ">=", 0, PTS),
+        ),
         experiments=("fig9",),
         check=r.c_fig9_failures,
     ),
@@ -367,7 +467,9 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.3, Fig. 10",
         statement="On a two-level fat tree Ofan and 4Ofan reduce the CCT by over 11 % against REPS and AR.",
         paper="> 11 % (k=64)",
-        rule="1 - CCT(X) / min(CCT(AR), CCT(REPS)) >= 11 % for X = Ofan and 4Ofan",
+        rule="1 - CCT(X) / CCT(Y) in mean CCT (+- 2 SEM, the delta method) for X = Ofan and 4Ofan and Y = AR and "
+        f"REPS; {ALL}",
+        decisions=(D("reduction", "1 - CCT(X) / CCT(Y), X = Ofan, 4Ofan and Y = AR, REPS", ">=", 11, "%"),),
         experiments=("fig10",),
         check=r.c_fig10,
     ),
@@ -377,7 +479,11 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Mixing 4Ofan with AR on half the LB switches only lowers the CCT, and every "
         "mix is slightly above the midpoint of all-AR and all-4Ofan.",
         paper="below AR; above the midpoint (7.3 %)",
-        rule="every mix's mean CCT increase < all-AR's, and >= the midpoint minus its SEM",
+        rule=f"each mix's mean CCT increase +- 2 SEM below all-AR's and above the midpoint of all-AR and all-4Ofan; {ALL}",
+        decisions=(
+            D("below_ar", "all-AR's minus each mix's CCT increase", ">=", 0, PTS),
+            D("above_mid", "each mix's CCT increase minus the midpoint", ">=", 0, PTS),
+        ),
         experiments=("fig11",),
         check=r.c_fig11_mixes,
     ),
@@ -387,27 +493,34 @@ CLAIMS: tuple[Claim, ...] = (
         statement="With DCTCP, REPS's and AR's CCTs are multiplied by 3-4x while Ofan's "
         "and 4Ofan's increase stays under 1 %.",
         paper="3-4x; < 1 %",
-        rule="Ofan and 4Ofan < 1 %, REPS and AR >= 2x the bound (a 4 MB permutation)",
+        rule=f"a 4 MB permutation with DCTCP, mean CCT increase +- 2 SEM: Ofan's and 4Ofan's low, REPS's and AR's CCT "
+        f"at least twice the bound; {ALL}",
+        decisions=(
+            D("ofan", "Ofan's and 4Ofan's CCT increase", "<=", 1, "%"),
+            D("others", "REPS's and AR's CCT over the bound", ">=", 2, "x"),
+        ),
         experiments=("fig12",),
-        check=r.c_fig12("dctcp", 0),
+        check=r.c_fig12_dctcp,
     ),
     Claim(
         cid="C22",
         section="Sec. 6.5, Fig. 12",
         statement="With NSCC, REPS and AR are worse than Ofan and 4Ofan by at least 8 %.",
         paper=">= 8 points",
-        rule="min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 8 points",
+        rule=f"each of REPS's and AR's minus each of Ofan's and 4Ofan's mean CCT increase +- 2 SEM with NSCC; {ALL}",
+        decisions=(D("gap", "REPS's and AR's minus Ofan's and 4Ofan's CCT increase (each pair)", ">=", 8, PTS),),
         experiments=("fig12",),
-        check=r.c_fig12("nscc", 0.08),
+        check=r.c_fig12("nscc"),
     ),
     Claim(
         cid="C23",
         section="Sec. 6.5, Fig. 12",
         statement="With MSwift, REPS and AR are worse than Ofan and 4Ofan by at least 14 %.",
         paper=">= 14 points",
-        rule="min(REPS, AR) - max(Ofan, 4Ofan) in CCT increase >= 14 points (swift)",
+        rule=f"as C22 with Swift; {ALL}",
+        decisions=(D("gap", "REPS's and AR's minus Ofan's and 4Ofan's CCT increase (each pair)", ">=", 14, PTS),),
         experiments=("fig12",),
-        check=r.c_fig12("swift", 0.14),
+        check=r.c_fig12("swift"),
     ),
     Claim(
         cid="C24",
@@ -416,9 +529,15 @@ CLAIMS: tuple[Claim, ...] = (
         "receivers, their buffers grow large (beyond 100 MB), and LB matters little, Ofan a bit better; skew "
         "1.48x, 1.13x with EPLB.",
         paper="> 100 MB at the receivers; small LB effect",
-        rule="for both skews: the largest queue at the receivers' links (E->H) is the largest of any stage and >= "
-        "10 % of the bound in packet times; the schemes' mean CCTs within 10 % of each other; Ofan's <= 1.02 x "
-        "the better of AR and REPS",
+        rule="for both skews, over every run +- 2 SEM: the receivers' largest queue (E->H) above every other stage's "
+        "largest and a large share of the bound in packet times; the schemes' mean CCTs close (the highest "
+        f"interval over the lowest); Ofan's no more than 2 % above AR's and REPS's; {ALL}",
+        decisions=(
+            D("lead", "the receivers' largest queue minus the largest other stage's, each skew", ">=", 0, "packets"),
+            D("share", "the receivers' largest queue over the bound in packet times, each skew", ">=", 10, "%"),
+            D("spread", "the schemes' CCT spread (highest mean over lowest, minus 1), each skew", "<=", 10, "%"),
+            D("ofan", "Ofan's CCT over AR's and over REPS's, each skew", "<=", 1.02, "x"),
+        ),
         experiments=("fig13",),
         check=r.c_fig13_receivers,
     ),
@@ -428,8 +547,9 @@ CLAIMS: tuple[Claim, ...] = (
         statement="FSDP2 on Llama-3 405B: Ofan (4Ofan) cuts the CCT increase by 16x (15x) "
         "with NSCC and 39x (36x) with MSwift against the best of AR and REPS.",
         paper="16x, 39x",
-        rule="with NSCC and with Swift, the better of AR and REPS over Ofan's and over 4Ofan's CCT increase >= 4x "
-        "(a quarter of the paper's smallest factor)",
+        rule="with NSCC and with Swift, each of AR's and REPS's mean CCT increase over each of Ofan's and 4Ofan's "
+        f"(+- 2 SEM, the delta method), at least a quarter of the paper's smallest factor; {ALL}",
+        decisions=(D("factor", "AR's and REPS's over Ofan's and 4Ofan's CCT increase, NSCC and Swift", ">=", 4, "x"),),
         experiments=("fig14",),
         check=r.c_fig14_factor,
     ),
@@ -439,7 +559,12 @@ CLAIMS: tuple[Claim, ...] = (
         statement="At k=64 an edge switch needs 4K pointers (about 2.5 KB), an aggregation switch 126 "
         "(79 B), plus 20 B for the basis.",
         paper="2.5 KB, 79 B, 20 B",
-        rule="the testbed's pointer count x ceil(log2 w) bits within 5 % (2 B for the aggregation switch)",
+        rule=f"the testbed's pointer counts x ceil(log2 w) bits (exact), within 5 % (2 B for the aggregation switch); {ALL}",
+        decisions=(
+            D("edge", "pointers per edge switch", "within", (2.375, 2.625), "KB"),
+            D("agg", "pointers per aggregation switch", "within", (77, 81), "B"),
+            D("basis", "the basis", "within", (19.5, 20.5), "B"),
+        ),
         experiments=(),
         check=r.c_memory,
     ),
@@ -448,7 +573,12 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6, 6.5",
         statement="The propagation RTT is about 150 packets; 1 MB is 1.7 RTTs and 4 MB 6.8.",
         paper="150; 1.7; 6.8",
-        rule="the testbed's time base within 10 % of each",
+        rule=f"the testbed's time base (exact), each within 10 %; {ALL}",
+        decisions=(
+            D("rtt", "the inter-pod propagation RTT", "within", (135, 165), "packet times"),
+            D("m1", "1 MB in RTTs", "within", (1.53, 1.87), "RTTs"),
+            D("m4", "4 MB in RTTs", "within", (6.12, 7.48), "RTTs"),
+        ),
         experiments=(),
         check=r.c_rtt,
     ),
@@ -457,7 +587,8 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.4, Fig. 11",
         statement="Edge switches are the best place to deploy 4Ofan among AR switches.",
         paper="edge best",
-        rule="of the four mixes, 4Ofan at every edge switch has the lowest mean CCT increase",
+        rule=f"each other mix's minus the edge mix's mean CCT increase +- 2 SEM; {ALL}",
+        decisions=(D("edge_best", "each other mix's minus the edge mix's CCT increase", ">=", 0, PTS),),
         experiments=("fig11",),
         check=r.c_fig11_edge,
     ),
@@ -466,7 +597,12 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.6, Fig. 13(c, d)",
         statement="MoE dispatch with NSCC: Ofan outperforms AR and REPS, by more with the smaller skew (EPLB).",
         paper="Ofan best; larger gap with EPLB",
-        rule="with NSCC, the better of AR and REPS minus Ofan in CCT increase > 0 for both skews, and larger with EPLB",
+        rule="with NSCC, AR's and REPS's minus Ofan's mean CCT increase +- 2 SEM above 0 for both skews, and the "
+        f"better of the two gaps (the lower interval) larger with EPLB; {ALL}",
+        decisions=(
+            D("ofan_best", "AR's and REPS's minus Ofan's CCT increase with NSCC, each skew", ">=", 0, PTS),
+            D("eplb_larger", "the better of AR and REPS minus Ofan, with EPLB minus without", ">=", 0, PTS),
+        ),
         experiments=("fig13",),
         check=r.c_fig13_nscc,
     ),
@@ -475,7 +611,12 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.7, Fig. 14",
         statement="As the model grows, Ofan's relative CCT increase drops while AR's and REPS's stay about constant.",
         paper="Ofan falls with model size",
-        rule="with NSCC, Ofan's CCT increase at 405B < at 8B, and its ratio 405B / 8B below AR's and REPS's",
+        rule="with NSCC, Ofan's mean CCT increase +- 2 SEM lower at 405B than at 8B, and its ratio 405B / 8B (the "
+        f"delta method) below AR's and below REPS's; {ALL}",
+        decisions=(
+            D("ofan_falls", "Ofan's CCT increase at 8B minus at 405B", ">=", 0, PTS),
+            D("ratio_below", "AR's and REPS's ratio 405B / 8B minus Ofan's", ">=", 0, "x"),
+        ),
         experiments=("fig14m",),
         check=r.c_fig14_models,
     ),
@@ -485,10 +626,17 @@ CLAIMS: tuple[Claim, ...] = (
         statement="Ofan's average queue per switch layer follows the ND/D/1 model: the edge "
         "uplinks well, the layers beyond more loosely.",
         paper="edge model holds; others approximate",
-        rule="Ofan in an inter-pod permutation (fig17's runs): the edge uplinks' mean queue within 25 % (or 0.1 "
-        "packets) of the model at every k, every other layer within 3x (or 0.25 packets) of it",
+        rule="Ofan in an inter-pod permutation (fig17's runs, the paper's same conditions), each layer's mean queue "
+        "+- 2 SEM at every k placed in a band around the model (-1 and +1 its ends): the edge uplinks' band the "
+        "model +- max(25 %, 0.1 packets), every other layer's from the lower of model / 3 and model - 0.25 "
+        f"packets to the higher of 3 x model and model + 0.25; {ALL}",
+        decisions=(
+            D("edge", "the edge uplinks' mean queue in its band, at each k", "within", (-1, 1), "bands"),
+            D("others", "every other layer's mean queue in its band, at each k", "within", (-1, 1), "bands"),
+        ),
         experiments=("fig17",),
         check=r.c_fig18_model,
+        seeds=FIG17_SEEDS,
     ),
 )
 

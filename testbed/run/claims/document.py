@@ -22,16 +22,63 @@ def write(out_dir: Path, results: list[dict[str, Any]], meta: dict[str, Any]) ->
     (out_dir / "claims.md").write_text(markdown(results, meta))
 
 
-def _num(v: float | None, sem: float | None) -> str:
+def _num(v: float | None) -> str:
     if v is None or (isinstance(v, float) and math.isnan(v)):
         return "-"
-    s = f"{v:.3g}"
-    return f"{s} +- {sem:.2g}" if sem else s
+    return f"{v:.3g}"
+
+
+def _end(v: float | None, lower: bool) -> str:
+    """An interval's end: None is unbounded (its spread not measured)."""
+    return ("-inf" if lower else "inf") if v is None else f"{v:.3g}"
+
+
+def format_interval(r: dict[str, Any]) -> str:
+    """A result's interval (of its deciding part), as text; "-" without one."""
+    iv = r.get("interval")
+    return "-" if not iv else f"[{_end(iv[0], True)}, {_end(iv[1], False)}]"
+
+
+def format_margin(r: dict[str, Any]) -> str:
+    """The comparison and margin of a result's deciding part: ">= 97 %", "within [0.3, 0.7]"."""
+    if r.get("comparison") is None:
+        return "-"
+    m, unit = r["margin"], f" {r['unit']}" if r.get("unit") else ""
+    if r["comparison"] == "within":
+        return f"within [{m[0]:g}, {m[1]:g}]{unit}"
+    return f"{r['comparison']} {m:g}{unit}"
 
 
 def format_value(r: dict[str, Any]) -> str:
-    """A result's value, its SEM and its unit, as text."""
-    return _num(r["value"], r["sem"]) + (f" {r['unit']}" if r["value"] is not None and r["unit"] else "")
+    """A result's value (of its deciding part), its interval and its unit, as text."""
+    if r["value"] is None:
+        return "-"
+    unit = f" {r['unit']}" if r["unit"] else ""
+    return f"{_num(r['value'])}{unit} {format_interval(r)}"
+
+
+def format_seeds(r: dict[str, Any]) -> str:
+    """How many seeds each experiment's rows had, one number when they agree, and the claim's cap."""
+    seeds: dict[str, list[int]] = r.get("seeds") or {}
+    if not seeds:
+        return "-"
+    counts = {n: len(v) for n, v in seeds.items()}
+    text = (
+        str(next(iter(counts.values())))
+        if len(set(counts.values())) == 1
+        else ", ".join(f"{n} {k}" for n, k in counts.items())
+    )
+    return f"{text} (cap {r['seed_cap']})"
+
+
+def _decides(r: dict[str, Any]) -> str:
+    return "; ".join(f"{d['quantity']} {format_margin(d)}" for d in r.get("decisions", []))
+
+
+def _parts(r: dict[str, Any]) -> str:
+    return "; ".join(
+        f"{p['member']}: {_num(p['value'])} {format_interval(p)} {p['verdict']}" for p in r.get("parts", [])
+    )
 
 
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
@@ -46,12 +93,22 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "",
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".",
         "",
-        "| claim | section | the paper | here | verdict |",
-        "|---|---|---|---|---|",
+        "Each quantity is judged on its interval (a mean +- 2 SEM over the valid seeds, a growth exponent's 95 % "
+        "interval, or an exact number): agrees only when the whole interval is on its margin's side, disagrees "
+        "only when it is wholly on the other side, not decided otherwise; a claim with several comparisons agrees "
+        "when all do and disagrees when any does. The table shows the deciding comparison (the first decided the "
+        "wrong way or not decided, else the nearest its margin); a claim not decided got more seeds, up to its "
+        "cap.",
+        "",
+        "| claim | section | the paper | here | interval | margin | seeds | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
-        here = format_value(r)
-        lines.append(f"| {r['id']} | {r['section']} | {r['paper']} | {here} | **{r['verdict']}** |")
+        here = _num(r["value"]) + (f" {r['unit']}" if r["value"] is not None and r["unit"] else "")
+        lines.append(
+            f"| {r['id']} | {r['section']} | {r['paper']} | {here} | {format_interval(r)} | {format_margin(r)} | "
+            f"{format_seeds(r)} | **{r['verdict']}** |"
+        )
     lines += ["", "## Each claim", ""]
     for r in results:
         lines += [
@@ -61,8 +118,18 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             "",
             f"- the paper: {r['paper']}",
             f"- rule: {r['rule']}",
-            f"- experiment: {r['experiment'] or 'computed from the testbed itself'}",
         ]
+        if r.get("decisions"):
+            lines.append(f"- decides: {_decides(r)}")
+        lines.append(f"- experiment: {r['experiment'] or 'computed from the testbed itself'}")
+        if r.get("seeds"):
+            lines.append(
+                "- seeds: "
+                + "; ".join(f"{n}: {', '.join(map(str, v)) or 'none'}" for n, v in r["seeds"].items())
+                + f" (cap {r['seed_cap']} at this scale)"
+            )
+        if r.get("parts"):
+            lines.append(f"- intervals: {_parts(r)}")
         if r["detail"]:
             lines.append(f"- measured: {r['detail']}")
         if r["notes"]:

@@ -1,10 +1,11 @@
 """The claims check run: every experiment the chosen claims read (resumable sweeps, here or on a cluster:
-testbed.run.runner), then each claim's rule on the valid runs, then claims.json and claims.md (`check` is
-`testbed paper claims`)."""
+testbed.run.runner), then each claim's rule and decision on the valid runs, then claims.json and claims.md
+(`check` is `testbed paper claims`)."""
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -13,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ...measure.claim_rules import Data, Outcome, no_data
+from ...measure.claim_rules import AGREES, NO_DATA, NOT_DECIDED, PENDING, Data, Judgement, Outcome, judge, no_data
 from ...measure.results import write_json
 from ..runner import check_can_run, run_sweep
 from ..sweep import Matrix, SweepDir
@@ -26,25 +27,49 @@ WALL = "wall.json"  # the wall time so far, rewritten after every run: an interr
 
 
 def evaluate(selected: list[Claim], data: Data, incomplete: dict[str, str] | None = None) -> list[dict[str, Any]]:
-    """Each claim's rule on `data`; a claim reading an experiment named in `incomplete` (its runs not all done,
-    and none run: `--no-run`) is not judged on part of its runs: it reads "no data" and says what is missing."""
-    return [_result(c, _outcome(c, data, incomplete or {})) for c in selected]
+    """Each claim's rule and decision on `data`; a claim reading an experiment named in `incomplete` (its runs not
+    all done, and none run: `--no-run`) is not judged on part of its runs: it reads "no data" and says what is
+    missing."""
+    out = []
+    for c in selected:
+        o = _outcome(c, data, incomplete or {})
+        out.append(_result(c, o, judge(c.decisions, o), data))
+    return out
 
 
 def _outcome(c: Claim, data: Data, incomplete: dict[str, str]) -> Outcome:
     missing = [f"{n} ({incomplete[n]})" for n in c.experiments if n in incomplete]
     if c.check is None:
-        return Outcome("pending", None, None, "", "", f"needs {c.needs}")
+        return Outcome({}, "", f"needs {c.needs}", verdict=PENDING)
     if missing:
-        return Outcome("no data", None, None, "", "", "not run to the end: " + ", ".join(missing))
+        return Outcome({}, "", "not run to the end: " + ", ".join(missing), verdict=NO_DATA)
     try:
         return c.check(data)
     except KeyError as e:  # a column the experiment's rows do not have (a partial sweep)
         return no_data(f"{c.experiment} ({e})")
 
 
-def _result(c: Claim, o: Outcome) -> dict[str, Any]:
-    """A claim's entry of claims.json."""
+def seeds_of(rows: pd.DataFrame) -> list[int]:
+    """The seeds an experiment's rows have (valid or not)."""
+    col = "seed" if "seed" in rows else "cell_seed" if "cell_seed" in rows else None
+    return sorted({int(s) for s in rows[col]}) if col is not None and not rows.empty else []
+
+
+def _num(v: float | None) -> float | None:
+    """A number for JSON: None for no number or an unbounded end."""
+    return None if v is None or not math.isfinite(v) else float(v)
+
+
+def _result(c: Claim, o: Outcome, j: Judgement, data: Data) -> dict[str, Any]:
+    """A claim's entry of claims.json: what it is, its seeds, its deciding part (the interval, the comparison and
+    the margin one line shows: testbed.measure.claim_rules.Judgement.deciding), every part, the verdict."""
+    seeds = {n: seeds_of(data.of(n)) for n in c.experiments}
+    cap = c.cap(data.scale) if c.experiments else None
+    notes = [o.notes] + ([o.caveat] if j.verdict != AGREES and o.caveat else [])
+    if j.verdict == NOT_DECIDED and cap is not None:
+        n = min(len(v) for v in seeds.values())
+        notes.append(f"not decided with {n} seeds" + (" (its cap at this scale)" if n >= cap else f" (cap {cap})"))
+    p = j.deciding
     return {
         "id": c.cid,
         "section": c.section,
@@ -53,12 +78,32 @@ def _result(c: Claim, o: Outcome) -> dict[str, Any]:
         "experiment": c.experiment,
         "experiments": list(c.experiments),
         "rule": c.rule,
-        "verdict": o.verdict,
-        "value": o.value,
-        "sem": o.sem,
-        "unit": o.unit,
+        "decisions": [
+            {"name": d.name, "quantity": d.quantity, "comparison": d.comparison, "margin": d.margin, "unit": d.unit}
+            for d in c.decisions
+        ],
+        "verdict": j.verdict,
+        "quantity": f"{p.decision.quantity} ({p.member})" if p else None,
+        "value": _num(p.interval.value) if p else None,
+        "sem": _num(p.interval.sem) if p else None,
+        "interval": [_num(p.interval.lo), _num(p.interval.hi)] if p else None,
+        "comparison": p.decision.comparison if p else None,
+        "margin": p.decision.margin if p else None,
+        "unit": p.decision.unit if p else "",
+        "seeds": seeds,
+        "seed_cap": cap,
+        "parts": [
+            {
+                "decision": q.decision.name,
+                "member": q.member,
+                "value": _num(q.interval.value),
+                "interval": [_num(q.interval.lo), _num(q.interval.hi)],
+                "verdict": q.verdict,
+            }
+            for q in j.parts
+        ],
         "detail": o.detail,
-        "notes": o.notes,
+        "notes": "; ".join(n for n in notes if n),
     }
 
 
@@ -76,6 +121,30 @@ def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
     return {n: SweepDir(out_dir / "experiments" / n, m) for n, m in mats.items()}
 
 
+@dataclass(frozen=True)
+class _Runner:
+    """How the sweeps run: here or on a cluster, with the command's progress and the wall time recorded."""
+
+    out_dir: Path
+    prefix: str
+    cluster: str | None
+    wait: bool
+    progress: Progress | None
+    previous: float
+    t0: float
+
+    def pending(self, dirs: dict[str, SweepDir]) -> None:
+        for name, d in dirs.items():
+
+            def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
+                _record_wall_s(self.out_dir, self.previous + time.monotonic() - self.t0)
+                if self.progress is not None:
+                    self.progress(name, done, total, row)
+
+            if d.pending():
+                run_sweep(d, prefix=self.prefix, cluster=self.cluster, wait=self.wait, progress=each)
+
+
 def run(
     out_dir: Path,
     dirs: dict[str, SweepDir],
@@ -91,32 +160,31 @@ def run(
     progress: Progress | None = None,
     run_missing: bool = True,
 ) -> list[dict[str, Any]]:
-    """Every experiment's sweep in `dirs` (what is done already is kept: resumable; with `run_missing` False
-    none is run and a claim whose experiment is unfinished reads "no data"), then every rule; writes
-    claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
-    experiments' matrices) and returns
-    the claims' results. The wall time adds up over invocations, an interrupted one's included up to its last
-    finished run."""
-    previous = _previous_wall_s(out_dir)
-    t0 = time.monotonic()
+    """Every experiment's sweep in `dirs` (what is done already is kept: resumable), then every rule. With
+    `run_missing` False none is run, and a claim whose experiment is unfinished reads "no data".
+    Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
+    experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an interrupted
+    one's included up to its last finished run."""
+    dirs = dict(dirs)
+    runner = _Runner(
+        out_dir=out_dir,
+        prefix=prefix,
+        cluster=cluster,
+        wait=wait,
+        progress=progress,
+        previous=_previous_wall_s(out_dir),
+        t0=time.monotonic(),
+    )
     unfinished = {  # read only with run_missing False: what each unfinished experiment has
         n: f"{len(d.matrix.cells()) - len(d.pending())} of {len(d.matrix.cells())} runs"
         for n, d in dirs.items()
         if not run_missing and d.pending()
     }
-    for name, d in dirs.items():
-
-        def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
-            _record_wall_s(out_dir, previous + time.monotonic() - t0)
-            if progress is not None:
-                progress(name, done, total, row)
-
-        if run_missing and d.pending():
-            run_sweep(d, prefix=prefix, cluster=cluster, wait=wait, progress=each)
+    if run_missing:
+        runner.pending(dirs)
     results = evaluate(selected, Data(scale, load_rows(out_dir, list(dirs))), unfinished)
-    wall_s = previous + time.monotonic() - t0
+    wall_s = runner.previous + time.monotonic() - runner.t0
     _record_wall_s(out_dir, wall_s)
-    experiments = {n: d.matrix.to_json() for n, d in dirs.items()}
     write(
         out_dir,
         results,
@@ -126,7 +194,7 @@ def run(
             "propagation": propagation,
             "rate_factor": rate_factor,
             "wall_s": wall_s,
-            "experiments": experiments,
+            "experiments": {n: d.matrix.to_json() for n, d in dirs.items()},
         },
     )
     return results
@@ -163,9 +231,9 @@ def check(
 ) -> Checked:
     """`testbed paper claims`: the claims `names` (comma-separated ids; every one by default) checked at
     `scale` into `out`: each experiment they read run here or on `cluster` (resumable; none with `run_missing`
-    False), then each rule; claims.json and claims.md written, and claims.md put into the page `doc` (checked
-    before any run). Every matrix and directory is checked, and `announce` told what will run, before the first
-    build; `rate_factor` None is the claims' RATE_FACTOR."""
+    False), then each rule and decision; claims.json and claims.md written, and claims.md put into the page `doc`
+    (checked before any run). Every matrix and directory is checked, and `announce` told what will run, before
+    the first build; `rate_factor` None is the claims' RATE_FACTOR."""
     selected = select(names)
     if doc is not None:
         check_doc(doc)

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from testbed.measure.claim_rules import VERDICTS, Data
+from testbed.measure.claim_rules import VERDICTS, Data, Decision, Interval, Outcome, stat
 from testbed.run import claims as cl
 from testbed.run.claims import execution
 from testbed.run.params import RunError
@@ -263,3 +263,92 @@ def test_claims_json_and_md_carry_seeds_interval_margin_and_verdict(tmp_path: Pa
     assert "| 95 % | [94, 96] | <= 95 % | 2 (cap 3) | **not decided** |" in md
     assert "- seeds: fig1: 1, 2 (cap 3 at this scale)" in md
     assert "- decides: Ofan's utilisation at load 1 >= 97 %; REPS's and AR's utilisation at load 1 <= 95 %" in md
+
+
+FLAKY = Decision(name="u", quantity="Ofan's utilisation at load 1", comparison=">=", margin=0.2)
+
+
+def flaky(d: Data) -> Outcome:
+    """A rule whose interval narrows with the seeds: utilisation 0.3 on odd seeds, 0.9 on even ones."""
+    return Outcome({"u": {"ofan": Interval.of(stat(d.of("fig1"), "utilisation", cell_label="ofan", load=1.0))}}, "")
+
+
+C99 = cl.Claim(
+    cid="C99", section="s", statement="t", paper="p", rule="r", decisions=(FLAKY,), experiments=("fig1",), check=flaky
+)
+
+
+def fake_runner(ran: list[str]) -> Any:
+    """A runner writing synthetic rows, no kernel: this tests the loop's logic only."""
+
+    def run_sweep(d: SweepDir, **kw: Any) -> None:
+        for cell in d.pending():
+            ran.append(cell.name)
+            util = 0.3 if cell.seed % 2 else 0.9
+            d.write_row(
+                {
+                    "cell": cell.name,
+                    "cell_label": cell.label,
+                    "seed": cell.seed,
+                    "load": cell.load,
+                    "k": cell.k,
+                    "fidelity_valid": True,
+                    "utilisation": util,
+                }
+            )
+
+    return run_sweep
+
+
+@pytest.mark.parametrize(("scale", "seeds", "verdict"), [("quick", 3, "not decided"), ("paper", 6, "agrees")])
+def test_seeds_until_decided(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, scale: str, seeds: int, verdict: str
+) -> None:
+    """Three seeds (0.3, 0.9, 0.3: 0.5 +- 0.4) hold the margin 0.2; six (0.6 +- 0.27) clear it. The quick scale
+    stops at its cap of 3 and says so; the paper's doubles to 6 and runs only the new seeds' cells."""
+    ran: list[str] = []
+    said: list[str] = []
+    monkeypatch.setattr(execution, "run_sweep", fake_runner(ran))
+    monkeypatch.setattr(execution, "check_can_run", lambda cluster: None)
+    dirs = cl.sweep_dirs(tmp_path, cl.matrices(scale, "paper", [C99]))
+    (r,) = execution.run(
+        tmp_path, dirs, [C99], scale=scale, propagation="paper", rate_factor=0.75, meta={}, announce=said.append
+    )
+    assert (r["verdict"], r["seeds"]) == (verdict, {"fig1": list(range(1, seeds + 1))})
+    assert len(ran) == len(set(ran)) == 6 * seeds  # 3 schemes x 2 loads per seed, each cell once
+    if scale == "quick":
+        assert said == [] and "not decided with 3 seeds (its cap at this scale)" in r["notes"]
+    else:
+        assert said == ["not decided: C99; more seeds: fig1 3 -> 6 (18 runs)"]
+        assert r["interval"][0] > 0.2 and "not decided" not in r["notes"]
+    held = json.loads((tmp_path / "experiments" / "fig1" / "sweep.json").read_text())
+    assert len(held["matrix"]["options"]["seed"]) == seeds
+    again = cl.sweep_dirs(
+        tmp_path, cl.matrices(scale, "paper", [C99])
+    )  # resumed: the seeds it reached, nothing pending
+    assert again["fig1"].matrix.values("seed") == tuple(range(1, seeds + 1)) and not again["fig1"].pending()
+
+
+def test_more_seeds_doubles_up_to_the_largest_cap_of_the_claims_not_decided() -> None:
+    c11, c31, c1, c9 = (by_id(c) for c in ("C11", "C31", "C1", "C9"))
+    undecided, decided = {"verdict": "not decided"}, {"verdict": "agrees"}
+    have = {"fig17": 3, "fig1": 3, "fig3": 2, "fig6": 2}
+    assert cl.more_seeds([c11, c1], [undecided, undecided], have, "paper") == {"fig17": 6, "fig1": 6}
+    assert cl.more_seeds([c11, c1], [decided, undecided], have, "paper") == {"fig1": 6}
+    assert cl.more_seeds([c1], [undecided], {**have, "fig1": 8}, "paper") == {"fig1": 10}  # the cap, not 16
+    assert cl.more_seeds([c1], [undecided], {**have, "fig1": 10}, "paper") == {}
+    assert cl.more_seeds([c31], [undecided], {**have, "fig17": 24}, "paper") == {"fig17": 30}
+    assert cl.more_seeds([c11, c1], [undecided, undecided], have, "quick") == {}  # 3 seeds: quick's cap
+    assert cl.more_seeds([c9], [undecided], have, "quick") == {"fig3": 3, "fig6": 3}  # every experiment below it
+
+
+def test_a_directory_grows_keeps_its_seeds_and_refuses_another_matrix(tmp_path: Path) -> None:
+    m = cl.matrices("quick", "paper", [by_id("C1")])["fig1"]
+    d = cl.open_dir(tmp_path, m.replace(seed=(1,)))
+    assert d.matrix.values("seed") == (1,)
+    assert cl.open_dir(tmp_path, m).matrix.values("seed") == (1, 2, 3)  # fewer seeds held: grown to m
+    grown = cl.grow(cl.open_dir(tmp_path, m), 5)
+    assert grown.matrix.values("seed") == (1, 2, 3, 4, 5) and len(grown.pending()) == 30
+    assert cl.open_dir(tmp_path, m).matrix.values("seed") == (1, 2, 3, 4, 5)  # more seeds held: kept
+    with pytest.raises(RunError, match="holds another sweep"):
+        cl.open_dir(tmp_path, m.replace(load=(0.5,)))

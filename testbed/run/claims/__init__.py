@@ -5,17 +5,18 @@ reads (a sweep matrix per scale, shared by every claim that needs it), a rule th
 compares from those experiments' valid runs, each quantity's decision (a comparison with a margin) and its seed
 cap (the paper's runs per scenario), all written before any run. A quantity is judged on its interval (a mean
 +- 2 SEM, a growth exponent's 95 % interval, or an exact number): agrees or disagrees only when the whole
-interval lies on one side of its margin, "not decided" otherwise. Besides: not comparable here (with why), pending (the experiment needs what a later change builds: said,
+interval lies on one side of its margin, "not decided" otherwise; a claim not decided gets more seeds, up to its
+cap. Besides: not comparable here (with why), pending (the experiment needs what a later change builds: said,
 never dropped), no data. The rules are not tuned to results.
 
     catalogue.py   the experiments and the claims, as data; which experiments a choice of claims reads
-    execution.py   the check: the experiments' sweeps (testbed.run.runner), the rules, the documents
+    execution.py   the check: the experiments' sweeps (testbed.run.runner), the rules, seeds until decided
     document.py    claims.json, claims.md, and claims.md spliced into a page (docs/reproduction.md)
 
 The rules and the decision itself are pure functions of the rows, beside the sweep statistics:
 testbed.measure.claim_rules.
 
-    DIR/experiments/NAME/   each experiment's sweep (resumable: testbed.run.sweep)
+    DIR/experiments/NAME/   each experiment's sweep (resumable: testbed.run.sweep; its seeds grown in place)
     DIR/claims.json         every claim: section, statement, paper, seeds, interval, margin, verdict, rule, notes
     DIR/claims.md           the same as a page (docs/reproduction.md is generated from it)
 """
@@ -47,7 +48,7 @@ from .document import (
     splice_doc,
     write,
 )
-from .execution import Checked, check, evaluate, load_rows, run, sweep_dirs
+from .execution import Checked, check, evaluate, grow, grown, load_rows, more_seeds, open_dir, run, sweep_dirs
 
 __all__ = [
     "DESIGNS",
@@ -68,10 +69,14 @@ __all__ = [
     "format_margin",
     "format_seeds",
     "format_value",
+    "grow",
+    "grown",
     "load_rows",
     "markdown",
     "matrices",
+    "more_seeds",
     "needed",
+    "open_dir",
     "run",
     "select",
     "splice_doc",

@@ -1,6 +1,16 @@
 """The claims check run: every experiment the chosen claims read (resumable sweeps, here or on a cluster:
-testbed.run.runner), then each claim's rule and decision on the valid runs, then claims.json and claims.md
-(`check` is `testbed paper claims`)."""
+testbed.run.runner), then each claim's rule and decision on the valid runs; while a claim is not decided, more
+seeds for the experiments it reads, up to its cap; then claims.json and claims.md (`check` is `testbed paper
+claims`).
+
+Seeds until decided: an experiment's sweep directory holds one matrix, and a matrix with more seeds is the same
+experiment grown. A cell's name carries its seed, so every row of the smaller matrix is a row of the grown one:
+`grow` rewrites the directory's sweep.json to the grown matrix (only ever to one that differs by added seeds)
+and the sweep runs only the new cells. Each round doubles the seeds of every experiment a not-decided claim reads
+(up to the largest cap among those claims): an interval's half-width falls as 1/sqrt(n), so a claim near its
+margin needs a factor in n, not a few more runs; doubling reaches any n in log2 rounds (each round builds its
+fabrics again) and runs at most twice the seeds a claim needed. A check started again on the directory resumes
+with the seeds it had reached (`sweep_dirs`)."""
 
 from __future__ import annotations
 
@@ -17,7 +27,7 @@ import pandas as pd
 from ...measure.claim_rules import AGREES, NO_DATA, NOT_DECIDED, PENDING, Data, Judgement, Outcome, judge, no_data
 from ...measure.results import write_json
 from ..runner import check_can_run, run_sweep
-from ..sweep import Matrix, SweepDir
+from ..sweep import SPEC, Matrix, SweepDir
 from .catalogue import RATE_FACTOR, Claim, matrices, select
 from .document import check_doc, splice_doc, write
 
@@ -116,9 +126,67 @@ def load_rows(out_dir: Path, names: list[str]) -> dict[str, pd.DataFrame]:
     return rows
 
 
+# -- seeds until decided -----------------------------------------------------------------------
+def grown(m: Matrix, count: int) -> Matrix:
+    """m with `count` seeds: its own, then the next ones."""
+    seeds = m.values("seed")
+    first = max(seeds) + 1
+    return m.replace(seed=seeds + tuple(range(first, first + count - len(seeds))))
+
+
+def _same_but_seeds(a: Matrix, b: Matrix) -> bool:
+    return a.replace(seed=b.values("seed")).fingerprint() == b.fingerprint()
+
+
+def _rewrite(path: Path, m: Matrix) -> None:
+    """The directory's sweep.json for the grown matrix m (its other fields kept)."""
+    spec = path / SPEC
+    write_json(spec, {**json.loads(spec.read_text()), "matrix": m.to_json(), "fingerprint": m.fingerprint()})
+
+
+def open_dir(path: Path, m: Matrix) -> SweepDir:
+    """The experiment's sweep directory for matrix m. A directory holding m with more seeds (grown by an earlier
+    check) keeps them; one holding m with fewer seeds is grown to m; any other matrix is refused (SweepDir)."""
+    try:
+        held = Matrix.from_json(json.loads((path / SPEC).read_text())["matrix"])
+    except (FileNotFoundError, KeyError, ValueError):
+        return SweepDir(path, m)
+    if held.fingerprint() != m.fingerprint() and _same_but_seeds(held, m):
+        mine, theirs = set(m.values("seed")), set(held.values("seed"))
+        if mine <= theirs:
+            return SweepDir(path, held)
+        if theirs <= mine:
+            _rewrite(path, m)
+    return SweepDir(path, m)
+
+
+def grow(d: SweepDir, count: int) -> SweepDir:
+    """d grown to `count` seeds: its rows kept, its new cells pending."""
+    m = grown(d.matrix, count)
+    _rewrite(d.path, m)
+    return SweepDir(d.path, m)
+
+
+def more_seeds(
+    selected: list[Claim], results: list[dict[str, Any]], have: dict[str, int], scale: str
+) -> dict[str, int]:
+    """The experiments to grow, and to how many seeds: every experiment a not-decided claim reads and whose seeds
+    are below that claim's cap, to twice its seeds (at most the largest such cap)."""
+    want: dict[str, int] = {}
+    for c, r in zip(selected, results, strict=True):
+        if r["verdict"] != NOT_DECIDED:
+            continue
+        cap = c.cap(scale)
+        for n in c.experiments:
+            if have[n] < cap:
+                want[n] = max(want.get(n, 0), min(cap, 2 * have[n]))
+    return {n: k for n, k in want.items() if k > have[n]}
+
+
 def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
-    """Each experiment's sweep directory (a directory holding another matrix is refused: testbed.run.sweep)."""
-    return {n: SweepDir(out_dir / "experiments" / n, m) for n, m in mats.items()}
+    """Each experiment's sweep directory (with the seeds an earlier check reached: open_dir; a directory holding
+    another matrix is refused: testbed.run.sweep)."""
+    return {n: open_dir(out_dir / "experiments" / n, m) for n, m in mats.items()}
 
 
 @dataclass(frozen=True)
@@ -159,9 +227,11 @@ def run(
     wait: bool = False,
     progress: Progress | None = None,
     run_missing: bool = True,
+    announce: Callable[[str], None] = lambda line: None,
 ) -> list[dict[str, Any]]:
-    """Every experiment's sweep in `dirs` (what is done already is kept: resumable), then every rule. With
-    `run_missing` False none is run, and a claim whose experiment is unfinished reads "no data".
+    """Every experiment's sweep in `dirs` (what is done already is kept: resumable), then every rule; while a claim
+    is not decided and below its cap, its experiments grow (more_seeds) and only their new cells run. With
+    `run_missing` False none is run, none grows, and a claim whose experiment is unfinished reads "no data".
     Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
     experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an interrupted
     one's included up to its last finished run."""
@@ -180,9 +250,25 @@ def run(
         for n, d in dirs.items()
         if not run_missing and d.pending()
     }
-    if run_missing:
-        runner.pending(dirs)
-    results = evaluate(selected, Data(scale, load_rows(out_dir, list(dirs))), unfinished)
+    ran = any(d.pending() for d in dirs.values())
+    while True:
+        if run_missing:
+            runner.pending(dirs)
+        results = evaluate(selected, Data(scale, load_rows(out_dir, list(dirs))), unfinished)
+        have = {n: len(d.matrix.values("seed")) for n, d in dirs.items()}
+        more = more_seeds(selected, results, have, scale) if run_missing else {}
+        if not more:
+            break
+        if not ran:  # nothing was pending: check() did not ask whether this machine can run
+            check_can_run(cluster)
+            ran = True
+        undecided = [r["id"] for r in results if r["verdict"] == NOT_DECIDED]
+        for n, count in more.items():
+            dirs[n] = grow(dirs[n], count)
+        announce(
+            f"not decided: {', '.join(undecided)}; more seeds: "
+            + ", ".join(f"{n} {have[n]} -> {k} ({len(dirs[n].pending())} runs)" for n, k in more.items())
+        )
     wall_s = runner.previous + time.monotonic() - runner.t0
     _record_wall_s(out_dir, wall_s)
     write(
@@ -231,9 +317,10 @@ def check(
 ) -> Checked:
     """`testbed paper claims`: the claims `names` (comma-separated ids; every one by default) checked at
     `scale` into `out`: each experiment they read run here or on `cluster` (resumable; none with `run_missing`
-    False), then each rule and decision; claims.json and claims.md written, and claims.md put into the page `doc`
-    (checked before any run). Every matrix and directory is checked, and `announce` told what will run, before
-    the first build; `rate_factor` None is the claims' RATE_FACTOR."""
+    False), then each rule and decision, more seeds while a claim is not decided (up to its cap: run); claims.json
+    and claims.md written, and claims.md put into the page `doc` (checked before any run). Every matrix and
+    directory is checked, and `announce` told what will run (and each growth of the seeds), before the first
+    build; `rate_factor` None is the claims' RATE_FACTOR."""
     selected = select(names)
     if doc is not None:
         check_doc(doc)
@@ -243,9 +330,11 @@ def check(
     dirs = sweep_dirs(out, mats)  # a directory of another check is refused
     total = sum(len(m.cells()) for m in mats.values())
     pending = sum(len(d.pending()) for d in dirs.values())
+    caps = sorted({c.cap(scale) for c in selected if c.experiments}) if run_missing else []
     announce(
         f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {scale} "
         f"({total - pending} done already) into {out}"
+        + (f"; more seeds while a claim is not decided, up to {' or '.join(map(str, caps))}" if caps else "")
     )
     if pending and run_missing:
         check_can_run(cluster)
@@ -263,6 +352,7 @@ def check(
         wait=wait,
         progress=progress,
         run_missing=run_missing,
+        announce=announce,
     )
     if doc is not None:
         splice_doc(doc, (out / "claims.md").read_text())

@@ -1,8 +1,9 @@
 """`testbed paper claims` end to end on a real fabric, for the claims of one
 experiment (Fig. 1's) and the computed ones: the runs, claims.json with a
-value, SEM and verdict per claim, claims.md, and report.html with the claims
-first; a second invocation resumes (runs nothing) and an unknown claim is one
-line and exit status 2 before anything is built."""
+value, interval, margin, seeds and verdict per claim, claims.md, and
+report.html with the claims first; a second invocation resumes (runs
+nothing) and an unknown claim is one line and exit status 2 before anything
+is built."""
 
 from __future__ import annotations
 
@@ -47,15 +48,17 @@ def test_claims_of_one_experiment(tmp_path: Path) -> None:
     assert [c["experiments"] for c in j["claims"]] == [["fig1"], ["fig1"], [], [], []]  # what each rule reads
     assert j["scale"] == "quick" and j["propagation"] == "paper" and j["wall_s"] > 0
     for c in j["claims"]:
-        assert c["verdict"] in ("agrees", "disagrees", "not comparable", "no data"), c
-        assert {"value", "sem", "section", "statement", "paper", "rule"} <= set(c)
+        assert c["verdict"] in ("agrees", "disagrees", "not decided", "not comparable", "no data"), c
+        assert {"value", "sem", "section", "statement", "paper", "rule", "seeds", "interval", "margin"} <= set(c)
     c1 = j["claims"][0]
-    assert c1["verdict"] != "no data" and c1["value"] is not None and 90 < c1["value"] <= 102  # Ofan's utilisation
+    ofan = next(p for p in c1["parts"] if p["member"] == "ofan")
+    assert c1["verdict"] != "no data" and 90 < ofan["value"] <= 102  # Ofan's utilisation
+    assert c1["seeds"] == {"fig1": [1, 2, 3]} and c1["seed_cap"] == 3  # the quick scale's cap: fig1 never grows
     rows = json.loads((out / "experiments" / "fig1" / "sweep.json").read_text())
     assert Matrix.from_json(rows["matrix"]).values("propagation") == (PAPER,)  # the default: not in the JSON
     assert len(list((out / "experiments" / "fig1" / "rows").glob("*.json"))) == 18  # 3 schemes x 2 loads x 3 seeds
     md = (out / "claims.md").read_text()
-    assert "| C1 |" in md and "| C27 |" in md
+    assert "| C1 |" in md and "| C27 |" in md and "| interval | margin | seeds | verdict |" in md
     page = (out / "report.html").read_text()
     assert page.index('id="claims"') < page.index("Experiments")
     t0 = time.monotonic()

@@ -166,7 +166,13 @@ def cmd_claims(a: argparse.Namespace) -> int:
     t = Table(title=f"the paper's claims at --scale {a.scale} ({done.seconds:.0f} s)")
     for col in ("claim", "section", "the paper", "here", "verdict"):
         t.add_column(col)
-    colour = {"agrees": "green", "disagrees": "red", "not comparable": "yellow", "pending": "blue"}
+    colour = {
+        "agrees": "green",
+        "disagrees": "red",
+        "not comparable": "yellow",
+        "not decided": "magenta",
+        "pending": "blue",
+    }
     for r in done.results:
         here = cl.format_value(r)
         t.add_row(r["id"], r["section"], r["paper"], here, f"[{colour.get(r['verdict'], 'white')}]{r['verdict']}[/]")

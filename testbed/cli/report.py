@@ -242,6 +242,7 @@ VERDICT_COLOURS = {
     "agrees": "#d7f5d7",
     "disagrees": "#f8d0d0",
     "not comparable": "#fff3c4",
+    "not decided": "#f3e3f8",
     "pending": "#dde8fb",
     "no data": "#eee",
 }

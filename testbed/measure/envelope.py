@@ -10,7 +10,8 @@ in full frames, load 1, no ACKs, no congestion control, no failure) is also
 placed in the ideal fabric's distribution: the same flows played DRAWS times
 (each draw its own random choices, arrival order and NIC release within one
 packet time, as the verdict's start skew allows), with the run's propagation
-added as the run adds it (each flow's links x D, analytically). ECMP's
+added as the run adds it (each flow's links x D, twice: the CCT ends at the last
+ACK, analytically). ECMP's
 choices are not drawn: a run's hash is fixed by its switches' seeds and its
 flows' ports, so every draw takes the uplinks the kernel took
 (testbed.models.ideal.EcmpInputs); drawn uniformly, a three-way collision the
@@ -57,6 +58,7 @@ from traffic.workloads import Flow
 from ..models import ideal
 from ..models.schemes import SchemeConfig, SchemeError
 from ..topology import FatTree
+from ..topology.timebase import CCT_LEGS
 
 NOT_COMPARED = ("host_edge",)  # a NIC's queue holds its sender's prefill (up to eight frames), not modelled
 DRAWS = 20
@@ -66,7 +68,8 @@ QUEUE_FLOOR_PKTS = 2  # a kernel maximum can exceed the model's by a frame or tw
 QUEUE_SHARE = 0.02  # and a long queue by the pacing tolerance's share (ECMP's colliding flow: 252 against 255-256)
 MAX_FRAME_DRAWS = 600_000  # frames x draws played per run at most (about 8 s on this machine)
 CACHE_DIR = Path(os.environ.get("TESTBED_IDEAL_CACHE", "/var/cache/testbed/ideal"))
-VERSION = 2  # of the draws' recipe: a change invalidates the cache (2: ECMP takes the run's hash inputs)
+VERSION = 3  # of the draws' recipe: a change invalidates the cache (2: ECMP takes the run's hash inputs; 3: the
+# CCT ends at the last ACK, the propagation added twice)
 
 
 @dataclass(frozen=True)
@@ -151,12 +154,13 @@ def envelope(
         return Envelope(tuple(d["cct_increase"]), {s: tuple(v) for s, v in d["max_queue"].items()})
     cct: list[float] = []
     queues: dict[str, list[int]] = {}
-    bound = ideal.bound_pkts(tree, flows, pk, propagation_pkts, buckets_bytes)
+    legs = CCT_LEGS * propagation_pkts  # the run's shift: the data's way and the ACK's back (metrics)
+    bound = ideal.bound_pkts(tree, flows, pk, legs, buckets_bytes)
     for s in range(1, draws + 1):
         r = ideal.simulate(
             tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0, buckets_bytes=buckets_bytes, ecmp=ecmp
         )
-        cct.append(ideal.shifted_cct_pkts(tree, flows, r.flow_done, propagation_pkts) / bound - 1)
+        cct.append(ideal.shifted_cct_pkts(tree, flows, r.flow_done, legs) / bound - 1)
         for st, q in r.max_queue.items():
             queues.setdefault(st, []).append(q)
     env = Envelope(tuple(cct), {s: tuple(v) for s, v in queues.items()})

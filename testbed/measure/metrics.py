@@ -13,7 +13,7 @@ from traffic.packet import Packetizer
 from traffic.workloads import Flow
 
 from ..topology import FatTree, Stage
-from ..topology.timebase import path_links
+from ..topology.timebase import CCT_LEGS, path_links
 
 
 @dataclass(frozen=True)
@@ -148,13 +148,12 @@ def cct_lower_bound_s(
     return max(hosts, *(t + shift.get(fid, 0.0) for fid, t in delivered.items()))
 
 
-def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float, acks: bool) -> dict[int, float]:
-    """What propagation adds to each flow's completion: its path's links x the per-link delay, twice with
-    ACKs (the CCT then ends at the last ACK, which crosses the path back). Exact where every packet reaching
-    a queue crossed as many links before it as the others there (inter-pod permutations); elsewhere an
-    approximation whose error the ideal fabric measures (docs/methods/timebase.md)."""
-    legs = 2 if acks else 1
-    return {f.fid: legs * path_links(tree, f.src, f.dst) * link_s for f in flows}
+def propagation_shift_s(tree: FatTree, flows: Iterable[Flow], link_s: float) -> dict[int, float]:
+    """What propagation adds to each flow's completion: its path's links x the per-link delay, twice
+    (CCT_LEGS: the CCT ends at the last ACK, the paper's, with or without ACKs in the run). Exact where every
+    packet reaching a queue crossed as many links before it as the others there (inter-pod permutations);
+    elsewhere an approximation whose error the ideal fabric measures (docs/methods/timebase.md)."""
+    return {f.fid: CCT_LEGS * path_links(tree, f.src, f.dst) * link_s for f in flows}
 
 
 def chain_wait_s(tree: FatTree, flows: Iterable[Flow], link_s: float) -> dict[int, float]:

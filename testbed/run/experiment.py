@@ -918,8 +918,9 @@ class Propagated:
             "asked": self.spec.label,
             "link_s": self.link_s,
             "link_pkts": self.link_pkts,
-            "where": "each flow's completion and the bound gain its path's links x the delay (twice with "
-            "ACKs: the CCT ends at the last ACK); every feedback signal (REPS entropies, CONGA's "
+            "where": "each flow's completion and the bound gain its path's links x the delay twice (the CCT "
+            "ends at the last ACK: with ACKs on the kernel saw it arrive, without them its way back is added); "
+            "every feedback signal (REPS entropies, CONGA's "
             "fed-back metric, ACKs to a congestion controller) is usable one propagation round trip "
             "after it reached the data plane; queues and utilisation are over what the kernel saw",
         }
@@ -931,7 +932,7 @@ def _propagation(p: RunParams, tree: FatTree, flows: list[Flow], rate_bps: int, 
         spec=p.propagation,
         link_s=link_s,
         link_pkts=link_s * rate_bps / 8 / pk.wire_len(p.payload),
-        shift_s=metrics.propagation_shift_s(tree, flows, link_s, p.acks),
+        shift_s=metrics.propagation_shift_s(tree, flows, link_s),
     )
 
 

@@ -107,6 +107,13 @@ def parse_propagation(text: str) -> Propagation:
     )
 
 
+# The CCT ends when the last ACK is back at its sender (the paper's, section 6; htsim's "finished at"): a run
+# with ACKs measures that ACK's arrival in the kernel, a run without adds the ACK's way back, so either way a
+# flow's completion gains its path's links x the delay twice: the data's way there and the ACK's back. The
+# ACK's own line time, 86 B a hop (0.02 of a packet time), is left out: ACKs are served first at every queue.
+CCT_LEGS = 2
+
+
 def path_links(tree: FatTree, src: int, dst: int) -> int:
     """Links between hosts `src` and `dst` (host ids): 2 under one edge switch, 4 within a pod, 6 between
     pods."""

@@ -1,5 +1,6 @@
 """The paper's time base on a real fabric: --propagation shifts an inter-pod
-permutation's CCT and bound by exactly 6 links x the delay and changes
+permutation's CCT and bound by exactly 6 links x the delay, there and back
+(the CCT ends at the last ACK, whose way back a run without ACKs adds), and changes
 nothing the kernel saw (ECMP with a fixed seed takes the same paths, so every
 port carries the same packets), 0 leaves the run as it was, and a propagation the
 fabric cannot carry is refused in one line before anything is built."""
@@ -31,7 +32,7 @@ def fab() -> Iterator[Fabric]:
         yield f
 
 
-def test_inter_pod_cct_and_bound_move_by_six_links(fab: Fabric) -> None:
+def test_inter_pod_cct_and_bound_move_by_six_links_each_way(fab: Fabric) -> None:
     runs = {}
     for name, prop in (("none", NONE), ("paper", PAPER), ("20pkts", Propagation("pkts", 20.0))):
         runs[name] = run(
@@ -44,9 +45,9 @@ def test_inter_pod_cct_and_bound_move_by_six_links(fab: Fabric) -> None:
         r = runs[name]
         d = r["propagation"]["link_s"]
         assert d > 0 and all(f["path_links"] == 6 for f in r["flow_stats"])
-        assert r["cct_lower_bound_s"] == pytest.approx(none["cct_lower_bound_s"] + 6 * d, rel=1e-12)
+        assert r["cct_lower_bound_s"] == pytest.approx(none["cct_lower_bound_s"] + 12 * d, rel=1e-12)
         kernel_end = max(f["last_rx_ns"] for f in r["flow_stats"])
-        assert r["cct_end_ns"] == kernel_end + round(6 * d * 1e9)  # exactly 6 x D after what the kernel saw
+        assert r["cct_end_ns"] == kernel_end + round(12 * d * 1e9)  # 6 x D there, 6 x D for the ACK back
         # the data path is the kernel's alone: ECMP with the same seed takes the same paths, so every port
         # carries the same packets (its queue maxima may differ by a packet: that is the senders' timing)
         assert {p["port"]: p["tx_pkts"] for p in r["ports"]} == {p["port"]: p["tx_pkts"] for p in none["ports"]}

@@ -182,19 +182,19 @@ def test_propagation_shifts_each_flow_and_the_bound_by_its_links() -> None:
     d = 0.001  # one link, seconds
     inter = make_spec(WorkloadSpec("permutation", 1 << 20, 3, inter_pod=True), 16, 4)
     b0 = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst)
-    for acks, legs in ((False, 1), (True, 2)):
-        shift = metrics.propagation_shift_s(tree, inter, d, acks)
-        assert set(shift.values()) == {legs * 6 * d}  # every flow crosses pods: 6 links, back again with ACKs
+    shift = metrics.propagation_shift_s(tree, inter, d)
+    assert set(shift.values()) == {2 * 6 * d}  # every flow crosses pods: 6 links there, and the ACK's 6 back
+    for acks in (False, True):  # the CCT ends at the last ACK either way (the paper's, section 6)
         b = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst, ack_frame_bytes=62 if acks else 0, shift_s=shift)
         b_noprop = metrics.cct_lower_bound_s(inter, pk, rate, rate, burst, ack_frame_bytes=62 if acks else 0)
-        assert b == pytest.approx(b_noprop + legs * 6 * d)
+        assert b == pytest.approx(b_noprop + 2 * 6 * d)
     # a mixed permutation: every host's term is the same, so the bound grows by the longest flow's shift;
     # 2 links under one edge, 4 within a pod
     mixed = [Flow(1, 0, 1, 1 << 20), Flow(2, 1, 0, 1 << 20), Flow(3, 4, 6, 1 << 20), Flow(4, 6, 4, 1 << 20)]
-    shift = metrics.propagation_shift_s(tree, mixed, d, False)
-    assert shift == {1: 2 * d, 2: 2 * d, 3: 4 * d, 4: 4 * d}
+    shift = metrics.propagation_shift_s(tree, mixed, d)
+    assert shift == {1: 4 * d, 2: 4 * d, 3: 8 * d, 4: 8 * d}  # 2 and 4 links, there and back
     assert metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst, shift_s=shift) == pytest.approx(
-        metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst) + 4 * d
+        metrics.cct_lower_bound_s(mixed, pk, rate, rate, burst) + 8 * d
     )
     assert b0 > 0
     # the CCT: each flow's last arrival plus its own shift, the latest; a flow that delivered nothing has none

@@ -482,7 +482,7 @@ class Result:
     acks: bool
     cct_s: float
     cct_start_ns: int  # first packet leaving a sender (CLOCK_MONOTONIC)
-    cct_end_ns: int  # last packet (or ACK, with ACKs on) reaching its destination, plus its path's propagation there and back
+    cct_end_ns: int  # last arrival (an ACK's with ACKs on) plus its path's propagation there and back
     cct_lower_bound_s: float
     cct_increase: float
     cct_lower_bound_fault_free_s: float  # the same bound with hosts paced at load x line rate

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..measure import queue_model
+from ..measure import claim_rules, queue_model
 from ..measure.sweep_stats import Sweep, summarise
 
 CCT_LABEL = "CCT increase over the lower bound (%)"
@@ -291,8 +291,9 @@ def fig17(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
 
 
 def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
-    """Ofan's average queue at each of the five switch layers, per fabric size, against the model's (dotted: the
-    paper's edge and aggregation counts; dashed: the downlinks, the testbed's own)."""
+    """Ofan's average queue over the sending window at each of the five switch layers, per fabric size, against
+    the model with the kernel's server (black; dotted: the paper's edge and aggregation counts; dashed: the
+    downlinks, the testbed's own) and with the paper's (grey)."""
     rows = _valid(sw.rows[sw.rows["cell_label"] == "ofan"])
     if rows.empty:
         return []
@@ -302,14 +303,16 @@ def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
     labels = ("E->A", "A->C", "C->A", "A->E", "E->H")
     for ax, k in zip(axes[0], ks, strict=False):
         d = rows[rows["k"] == k]
-        means = [float(d[f"queue_{st}_avg_pkts"].mean()) for st in queue_model.STAGES]
-        sems = [
-            float(d[f"queue_{st}_avg_pkts"].std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0
-            for st in queue_model.STAGES
-        ]
-        ax.bar(range(5), means, yerr=sems, capsize=3, color="#4a7", label="measured")
-        model = queue_model.layer_means(k)
+        got = [claim_rules.sending_queue(d, st) for st in queue_model.STAGES]
+        means = [float(g.mean()) for g in got]
+        sems = [float(g.std(ddof=1) / math.sqrt(len(d))) if len(d) > 1 else 0.0 for g in got]
+        ax.bar(range(5), means, yerr=sems, capsize=3, color="#4a7", label="measured (sending window)")
+        model = queue_model.layer_means(k, queue_model.KERNEL_BUCKET_FRAMES)
+        paper = queue_model.layer_means(k)
         for i, st in enumerate(queue_model.STAGES):
+            ax.hlines(
+                paper[st], i - 0.45, i + 0.45, colors="0.6", linestyles=":", label="paper's server" if i == 0 else None
+            )
             ax.hlines(
                 model[st],
                 i - 0.45,
@@ -317,9 +320,9 @@ def fig18(sw: Sweep, out_dir: Path) -> list[tuple[str, Path]]:
                 colors="k",
                 linestyles=":" if st in queue_model.EXACT else "--",
                 label=(
-                    "model (paper's counts)"
+                    "model, kernel's server (paper's counts)"
                     if st == "edge_agg"
-                    else "model (downlinks: testbed's)"
+                    else "model, kernel's server (downlinks: testbed's)"
                     if st == "core_agg"
                     else None
                 ),

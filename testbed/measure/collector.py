@@ -10,11 +10,15 @@ Queue averages are exact, not sampled: each port keeps the integral of its
 occupancy over time (see ebpf/include/queue.h), so the time-weighted average
 over the collective is integral / CCT. Queues are empty before the first
 packet is sent and after the last one is received, so the integral since the
-reset equals the integral over the collective.
+reset equals the integral over the collective. The paper's mean queue (Thm.
+1-2) is over the sending window instead: its integral is read exactly as the
+senders return, and the few milliseconds between that read and the last data
+frame out are taken from the time series (testbed.measure.metrics.area_at).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import threading
 import time
@@ -216,6 +220,19 @@ class Sampler:
             "every_port_hz_halved_at_s": self.halvings_s,
             "readings": sum(len(p) for p in self.positions),
         }
+
+    def port_samples(self, lo_ns: int, hi_ns: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """Each port's readings (times, packets) from the last reading at or before `lo_ns` through `hi_ns`,
+        by ifindex (a port not read there is absent)."""
+        first = max(0, bisect.bisect_right(self.times_ns, lo_ns) - 1)
+        last = bisect.bisect_right(self.times_ns, hi_ns)
+        got: dict[int, tuple[list[int], list[int]]] = {}
+        for i in range(first, last):
+            for pos, pk in zip(self.positions[i], self.pkts[i], strict=True):
+                ts, ps = got.setdefault(int(self._ifx[pos]), ([], []))
+                ts.append(self.times_ns[i])
+                ps.append(int(pk))
+        return {ifx: (np.array(ts, dtype=np.int64), np.array(ps, dtype=np.int64)) for ifx, (ts, ps) in got.items()}
 
     def series(self, t0_ns: int) -> dict[str, Any]:
         """The long series as columns: t_s (since t0_ns), position (index into tree.ports), pkts, bytes."""

@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+import numpy as np
+
 from traffic.packet import Packetizer
 from traffic.workloads import Flow
 
@@ -182,9 +184,48 @@ class PortQueue:
     tx_pkts: int
     ecn_marked: int = 0
     drops: int = 0  # packets (data and ACKs) its finite buffer dropped
+    avg_sending_pkts: float = 0.0  # time-averaged over the sending window (Thm. 1-2's q(m)); 0: not known
 
 
-def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) -> list[PortQueue]:
+@dataclass(frozen=True)
+class SendingWindow:
+    """The window over which the paper averages a queue (Thm. 1-2: until every host has finished sending):
+    from the first frame out to the last data frame leaving a sender's NIC (`span_ns`), with each port's
+    occupancy-time integral at its end (packet-ns, by ifindex)."""
+
+    span_ns: int
+    area_pkts_ns: Mapping[int, float]
+
+
+def step_integral(times: np.ndarray, occ: np.ndarray, before: float, a: int, b: int) -> float:
+    """The integral over [a, b] of a step function sampled at `times` (sorted; each sample holds until the
+    next), worth `before` until the first sample."""
+    if b <= a:
+        return 0.0
+    inside = (times > a) & (times < b)
+    t = np.concatenate(([a], times[inside], [b])).astype(np.float64)
+    earlier = occ[times <= a]
+    v = np.concatenate(([earlier[-1] if len(earlier) else before], occ[inside])).astype(np.float64)
+    return float(np.sum(v * np.diff(t)))
+
+
+def area_at(sample: PortSample, t_read_ns: int, t_ns: int, times: np.ndarray, occ: np.ndarray) -> float:
+    """A port's occupancy-time integral at `t_ns`, from the exact one read at `t_read_ns` (`sample`): the
+    stretch between the two is taken from the sampled occupancy (`times`, `occ`), closed by the exact
+    occupancy read. The stretch is the lag between the last frame out and the read, milliseconds against a
+    window of hundreds, so the sampling's error on it is small next to the exact rest."""
+    t = np.concatenate((times, [t_read_ns]))
+    v = np.concatenate((occ, [sample.pkts]))
+    order = np.argsort(t, kind="stable")  # the read after a sample of the same time: it is the later
+    t, v = t[order], v[order]
+    a, b = sorted((t_ns, t_read_ns))
+    stretch = step_integral(t, v, float(v[0]), a, b)
+    return sample.integral_pkts_ns + stretch if t_ns >= t_read_ns else sample.integral_pkts_ns - stretch
+
+
+def port_queues(
+    tree: FatTree, ports: Mapping[int, PortSample], window_ns: int, sending: SendingWindow | None = None
+) -> list[PortQueue]:
     out = []
     for p in tree.ports:
         s = ports[p.ifindex]
@@ -193,6 +234,9 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
                 port=p.label,
                 stage=p.stage.label,
                 avg_pkts=s.integral_pkts_ns / window_ns if window_ns > 0 else 0.0,
+                avg_sending_pkts=sending.area_pkts_ns[p.ifindex] / sending.span_ns
+                if sending is not None and sending.span_ns > 0
+                else 0.0,
                 max_pkts=s.max_pkts,
                 avg_bytes=s.integral_bytes_ns / window_ns if window_ns > 0 else 0.0,
                 max_bytes=s.max_bytes,
@@ -205,13 +249,15 @@ def port_queues(tree: FatTree, ports: Mapping[int, PortSample], window_ns: int) 
 
 
 def stage_queues(queues: Iterable[PortQueue]) -> dict[str, dict[str, float]]:
-    """Per stage: mean of the ports' time-averaged queues, and the largest maximum."""
+    """Per stage: mean of the ports' time-averaged queues (over the kernel's window, and over the sending
+    window), and the largest maximum."""
     acc: dict[str, list[PortQueue]] = {s.label: [] for s in Stage}
     for q in queues:
         acc[q.stage].append(q)
     return {
         st: {
             "avg_pkts": sum(q.avg_pkts for q in qs) / len(qs) if qs else 0.0,
+            "avg_sending_pkts": sum(q.avg_sending_pkts for q in qs) / len(qs) if qs else 0.0,
             "max_pkts": max((q.max_pkts for q in qs), default=0),
         }
         for st, qs in acc.items()

@@ -18,6 +18,16 @@ for an inter-pod permutation of a k-ary fat tree with w = k/2:
   testbed's own choice, drawn dashed, as the paper draws its less exact
   lines.
 
+Two servers. The paper's (`layer_means(k)`): a packet time of service per
+packet, the one in service not counted. The kernel's (`layer_means(k,
+bucket=2)`): a token bucket of `bucket` frames at line rate (the fabric's
+TBF, testbed.fabric.build.DEFAULT_BURST_FRAMES), which passes a frame on
+the moment a whole frame of tokens is there, so a frame in flight over the
+veth is counted for microseconds, not a packet time, and a port idle for a
+packet time sends the next two back to back. Both are played in continuous
+time with uniform phases (`tbf_mean`; a bucket of one frame is the paper's
+server and gives its ND/D/1 means within 5 %, a unit test).
+
 The ND/D/1 queue at load 1 has no simple closed form (the classic Benes
 formula needs load below 1), so its mean over time is computed by playing
 MODEL_DRAWS draws of the N phases on the integer time grid (two periods, the
@@ -34,6 +44,7 @@ import numpy as np
 
 MODEL_DRAWS = 2000
 STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
+KERNEL_BUCKET_FRAMES = 2  # the fabric's TBF bucket, testbed.fabric.build.DEFAULT_BURST_FRAMES (a unit test)
 EXACT = ("edge_agg", "agg_core")  # the paper's own counts; the downlinks are this testbed's (dashed)
 
 
@@ -75,9 +86,39 @@ def sources(k: int) -> dict[str, int]:
     }
 
 
-def layer_means(k: int) -> dict[str, float]:
-    """The model's average queue per layer, packets."""
-    return {stage: nd_d_1_mean(n) for stage, n in sources(k).items()}
+@functools.cache
+def tbf_mean(n: int, bucket: float, draws: int = MODEL_DRAWS // 4, seed: int = 18) -> float:
+    """The time-average number of packets waiting at a token-bucket server (`bucket` frames, filled at one
+    frame per packet time, full at the start) fed by n periodic sources of period n packet times, phases
+    uniform in continuous time: each packet leaves at max(its arrival, the previous departure + the time to
+    one whole frame of tokens); the mean wait of the last of PERIODS periods (the queue is periodic from the
+    second on) over a period is the mean queue (Little)."""
+    if n <= 1:
+        return 0.0
+    rng = np.random.default_rng(seed)
+    total = 0.0
+    for _ in range(draws):
+        arrivals = (np.sort(rng.uniform(0, n, size=n))[None, :] + n * np.arange(PERIODS)[:, None]).ravel()
+        tokens, last, wait = bucket, 0.0, 0.0
+        for i, a in enumerate(arrivals):
+            leave = max(a, last + max(0.0, 1.0 - tokens))
+            tokens = min(bucket, tokens + leave - last) - 1.0
+            last = leave
+            if i >= (PERIODS - 1) * n:
+                wait += leave - a
+        total += wait / n
+    return float(total / draws)
+
+
+PERIODS = 3
+
+
+def layer_means(k: int, bucket: float | None = None) -> dict[str, float]:
+    """The model's average queue per layer, packets: with the paper's server (`bucket` None), or with the
+    kernel's token bucket of `bucket` frames."""
+    if bucket is None:
+        return {stage: nd_d_1_mean(n) for stage, n in sources(k).items()}
+    return {stage: tbf_mean(n, bucket) for stage, n in sources(k).items()}
 
 
 def optimal_payload(header_bytes: float, alpha_pkts: float, message_bytes: float) -> float:

@@ -508,14 +508,44 @@ class Timing:
     window_ns: int
 
 
+@dataclass(frozen=True)
+class AtSent:
+    """The ports read as the senders returned, and when."""
+
+    t_ns: int
+    ports: dict[int, metrics.PortSample]
+
+
+def _sending_window(
+    plan: Plan, got: Readings, timing: Timing, at_sent: AtSent, sampler: collector.Sampler
+) -> metrics.SendingWindow:
+    """The sending window (Thm. 1-2's: until the last data frame has left its sender's NIC, which the edge
+    switch sees arrive) and every port's occupancy integral at its end: the exact read as the senders returned,
+    moved to that end along the sampled series."""
+    tree, ports = plan.fab.tree, got.ports
+    src = {tree.host_port(tree.hosts[f.src].name).ifindex for f in plan.flows}
+    t_end = max((ports[i].nic_last_data_ns or ports[i].last_rx_ns for i in src), default=0)
+    if not timing.t_first or t_end <= timing.t_first:
+        return metrics.SendingWindow(0, {})
+    lo, hi = sorted((t_end, at_sent.t_ns))
+    series = sampler.port_samples(lo, hi)
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    areas = {
+        p.ifindex: metrics.area_at(at_sent.ports[p.ifindex], at_sent.t_ns, t_end, *series.get(p.ifindex, empty))
+        for p in tree.ports
+    }
+    return metrics.SendingWindow(t_end - timing.t_first, areas)
+
+
 def _measure(plan: Plan, probes: Probes) -> Result:
     """One run, step by step: counters before, send and drain, the machine's figures, counters after, the
     CCT, drops, the verdict, the result (and its directory)."""
     before = _prepare_counters(plan, probes)
     sampler = collector.Sampler(plan.fab.maps, plan.fab.tree, SAMPLE_HZ)  # type: ignore[arg-type]
-    sent, drained, machine = _send_and_drain(plan, probes, sampler)
+    sent, drained, machine, at_sent = _send_and_drain(plan, probes, sampler)
     got = _read_after(plan, before)
     timing = _timing(plan, got)
+    sending = _sending_window(plan, got, timing, at_sent, sampler)
     drops = _drops(plan, before, got, sent)
     verdict = _verdict(
         plan,
@@ -530,7 +560,15 @@ def _measure(plan: Plan, probes: Probes) -> Result:
     )
     windows = tmeasure.read_trace(probes.trace_path, timing.t_first, plan.tp.pkt_ns) if plan.tp.on else None
     result = _result(
-        plan, sent=sent, got=got, timing=timing, drops=drops, before=before, verdict=verdict, windows=windows
+        plan,
+        sent=sent,
+        got=got,
+        timing=timing,
+        sending=sending,
+        drops=drops,
+        before=before,
+        verdict=verdict,
+        windows=windows,
     )
     if plan.run_dir is not None:
         _write(plan, result, sampler, timing, windows)
@@ -549,9 +587,9 @@ def _prepare_counters(plan: Plan, probes: Probes) -> Counters:
     return before
 
 
-def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> tuple[SendReport, bool, Machine]:
+def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> tuple[SendReport, bool, Machine, AtSent]:
     """Send the collective while sampling the queues and the CPUs, wait until it is delivered (or the fabric
-    is drained), and what the machine did meanwhile."""
+    is drained), and what the machine did meanwhile; the ports are read once as the senders return."""
     fab, p, pk = plan.fab, plan.p, plan.pk
     maps, tree = fab.maps, fab.tree
     assert maps is not None
@@ -562,6 +600,7 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
     cpu_sampler = cpu_windows.Sampler(min_window_s=fidelity.STALL_MAX_PKTS * link_pkt_s).start()
     try:
         sent = _send(plan, probes.trace_path)
+        at_sent = AtSent(time.monotonic_ns(), collector.read_ports(maps, tree))
         drained = _wait_delivered(maps, sent.packets, p.acks, lambda: collector.buffer_drops(maps, tree))
         plan.timeline.join()
         time.sleep(2 * SETTLE_S if plan.timeline.actions else 0)  # let the watcher record its last losses
@@ -584,7 +623,7 @@ def _send_and_drain(plan: Plan, probes: Probes, sampler: collector.Sampler) -> t
         outside_window_s=window_s,
         timers=probes.timers.read() if probes.timers is not None else None,
     )
-    return sent, drained, machine
+    return sent, drained, machine, at_sent
 
 
 def _read_after(plan: Plan, before: Counters) -> Readings:
@@ -819,6 +858,7 @@ def _result(
     sent: SendReport,
     got: Readings,
     timing: Timing,
+    sending: metrics.SendingWindow,
     drops: dict[str, int],
     before: Counters,
     verdict: fidelity.Verdict,
@@ -826,7 +866,7 @@ def _result(
 ) -> Result:
     """The run's result (`testbed run --json`), from the readings and the verdict."""
     p, flows, spec, tree, ports = plan.p, plan.flows, plan.fab.spec, plan.fab.tree, got.ports
-    queues = metrics.port_queues(tree, ports, timing.window_ns)
+    queues = metrics.port_queues(tree, ports, timing.window_ns, sending)
     util = metrics.utilisation(tree, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead)
     cct_s, bound, bound_ff = timing.cct_ns / 1e9, plan.bounds.bound, plan.bounds.fault_free
     c0, c1 = before.data_plane, got.after.data_plane

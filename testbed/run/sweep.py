@@ -459,6 +459,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["workload"] = cell.workload  # the sweep's name for it (a variant such as moe-eplb, not only the generator)
     for stage, q in r["queues"].items():
         row[f"queue_{stage}_avg_pkts"] = float(q["avg_pkts"])
+        row[f"queue_{stage}_avg_sending_pkts"] = float(q.get("avg_sending_pkts", float("nan")))  # nan: an older run
         row[f"queue_{stage}_max_pkts"] = int(q["max_pkts"])
     row["max_queue_pkts"] = max(int(r["queues"][s]["max_pkts"]) for s in SWITCH_STAGES)
     for stage, v in r["overload"].items():

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from testbed.dataplane.maps import signed
@@ -74,7 +75,7 @@ def test_port_and_stage_queues() -> None:
     n_edge_agg = sum(1 for q in qs if q.stage == "edge_agg")
     assert st["edge_agg"]["max_pkts"] == 3
     assert st["edge_agg"]["avg_pkts"] == pytest.approx(2.0 / n_edge_agg)
-    assert st["core_agg"] == {"avg_pkts": 0.0, "max_pkts": 0}
+    assert st["core_agg"] == {"avg_pkts": 0.0, "avg_sending_pkts": 0.0, "max_pkts": 0}
 
 
 def test_stage_queues_of_empty_input() -> None:
@@ -217,3 +218,32 @@ def test_utilisation_counts_the_bucket_as_capacity() -> None:
     assert metrics.delivered_utilisation(t, flows, ports, rate, window_ns, overhead) > 1.0
     half = {**ports, port.ifindex: _sample(port.ifindex, tx_pkts=pkts, tx_bytes=full // 2 - pkts * overhead)}
     assert metrics.delivered_utilisation(t, flows, half, rate, window_ns, overhead, burst) == pytest.approx(0.5)
+
+
+def test_step_integral_holds_each_sample_until_the_next() -> None:
+    times = np.array([10, 20, 30], dtype=np.int64)
+    occ = np.array([1, 3, 0], dtype=np.int64)
+    # [5, 35]: 2 before the first sample (5 ns), then 1 x 10, 3 x 10, 0 x 5
+    assert metrics.step_integral(times, occ, 2.0, 5, 35) == 2 * 5 + 10 + 30
+    assert metrics.step_integral(times, occ, 2.0, 15, 25) == 1 * 5 + 3 * 5  # starts from the sample before
+    assert metrics.step_integral(times, occ, 2.0, 25, 25) == 0
+
+
+def test_area_at_moves_the_exact_read_along_the_samples_either_way() -> None:
+    read = _sample(1, pkts=2, integral_pkts_ns=1000)  # read at t=100 with 2 packets waiting
+    times = np.array([60, 80, 120], dtype=np.int64)
+    occ = np.array([4, 1, 5], dtype=np.int64)
+    # the window ended at 70, before the read: take away 4 x 10 (60-80) + 1 x 20 (80-100)
+    assert metrics.area_at(read, 100, 70, times, occ) == 1000 - (4 * 10 + 1 * 20)
+    # it ended at 130, after the read: add the read's own 2 x 20 (100-120) then 5 x 10
+    assert metrics.area_at(read, 100, 130, times, occ) == 1000 + 2 * 20 + 5 * 10
+    assert metrics.area_at(read, 100, 100, times, occ) == 1000
+
+
+def test_port_queues_average_over_the_sending_window_too() -> None:
+    t = FatTree(4)
+    ports = {p.ifindex: _sample(p.ifindex, integral_pkts_ns=3_000_000) for p in t.ports}
+    sending = metrics.SendingWindow(500_000, {i: 1_000_000.0 for i in ports})
+    qs = metrics.port_queues(t, ports, window_ns=1_000_000, sending=sending)
+    assert {q.avg_pkts for q in qs} == {3.0} and {q.avg_sending_pkts for q in qs} == {2.0}
+    assert metrics.stage_queues(qs)["edge_agg"]["avg_sending_pkts"] == 2.0

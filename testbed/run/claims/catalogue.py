@@ -636,7 +636,9 @@ CLAIMS: tuple[Claim, ...] = (
         "uplinks well, the layers beyond more loosely.",
         paper="edge model holds; others approximate",
         rule="Ofan in an inter-pod permutation (fig17's runs, the paper's same conditions), each layer's mean queue "
-        "+- 2 SEM at every k placed in a band around the model (-1 and +1 its ends): the edge uplinks' band the "
+        "over the sending window (Thm. 1-2's q(m)) +- 2 SEM at every k placed in a band around the model with the "
+        "server the kernel has (a token bucket of 2 frames; the paper's server's means reported beside) (-1 and +1 "
+        "its ends): the edge uplinks' band the "
         "model +- max(25 %, 0.1 packets), every other layer's from the lower of model / 3 and model - 0.25 "
         f"packets to the higher of 3 x model and model + 0.25; {ALL}",
         decisions=(

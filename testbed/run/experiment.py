@@ -537,6 +537,28 @@ def _sending_window(
     return metrics.SendingWindow(t_end - timing.t_first, areas)
 
 
+def _utilisation_sending(plan: Plan, timing: Timing, at_sent: AtSent) -> tuple[float, dict[str, float]]:
+    """Fig. 1(a)'s utilisation: bytes delivered to the receivers while every source sends, over what their links
+    could carry then, read exactly as the senders return (the drain, whose length is the last straggler's, left
+    out), and that window's span and its lag after the last data frame out (seconds)."""
+    span = at_sent.t_ns - timing.t_first if timing.t_first else 0
+    if span <= 0:
+        return 0.0, {}
+    spec, tree = plan.fab.spec, plan.fab.tree
+    src = {tree.host_port(tree.hosts[f.src].name).ifindex for f in plan.flows}
+    t_end = max((at_sent.ports[i].nic_last_data_ns or at_sent.ports[i].last_rx_ns for i in src), default=0)
+    u = metrics.delivered_utilisation(
+        tree=tree,
+        flows=plan.flows,
+        ports=at_sent.ports,
+        rate_bps=spec.rate_bps,
+        window_ns=span,
+        overhead=spec.wire_overhead,
+        burst_bytes=spec.burst,
+    )
+    return u, {"span_s": span / 1e9, "lag_after_last_data_s": (at_sent.t_ns - t_end) / 1e9 if t_end else math.nan}
+
+
 def _measure(plan: Plan, probes: Probes) -> Result:
     """One run, step by step: counters before, send and drain, the machine's figures, counters after, the
     CCT, drops, the verdict, the result (and its directory)."""
@@ -546,6 +568,7 @@ def _measure(plan: Plan, probes: Probes) -> Result:
     got = _read_after(plan, before)
     timing = _timing(plan, got)
     sending = _sending_window(plan, got, timing, at_sent, sampler)
+    util_sending = _utilisation_sending(plan, timing, at_sent)
     drops = _drops(plan, before, got, sent)
     verdict = _verdict(
         plan,
@@ -570,6 +593,7 @@ def _measure(plan: Plan, probes: Probes) -> Result:
         verdict=verdict,
         windows=windows,
     )
+    result = replace(result, utilisation_sending=util_sending[0], sending_window=util_sending[1])
     if plan.run_dir is not None:
         _write(plan, result, sampler, timing, windows)
     return result

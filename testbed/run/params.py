@@ -496,7 +496,7 @@ class Result:
     # all but "unreachable" and those that lose no packet, maps.NOT_DROPS: labels ECMP replaced, timer runs)
     queues: dict[str, dict[str, float]]
     overload: dict[str, float]
-    utilisation: float
+    utilisation: float  # delivered over the receivers' capacity, first frame out to the last arrival
     ports: list[dict[str, Any]]
     fidelity: dict[str, Any]
     switches: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -512,6 +512,9 @@ class Result:
     transport: dict[str, Any] = field(default_factory=dict)  # --cc: the loop's figures (measure.transport)
     propagation: dict[str, Any] = field(default_factory=dict)  # per link, and where it is added (experiment.py)
     drops_by_port: dict[str, dict[str, int]] = field(default_factory=dict)  # port -> kind -> packets (nonzero)
+    # the same over the sending window, first frame out to the senders' return (Fig. 1(a)'s utilisation; 0: none)
+    utilisation_sending: float = 0.0
+    sending_window: dict[str, float] = field(default_factory=dict)  # its span and lags, seconds (experiment.py)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

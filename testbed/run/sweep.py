@@ -456,6 +456,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
         "ecn_marked",
     ):
         row[key] = r[key]
+    row["utilisation_sending"] = float(r.get("utilisation_sending", 0.0)) or float("nan")  # nan: not measured
     row["workload"] = cell.workload  # the sweep's name for it (a variant such as moe-eplb, not only the generator)
     for stage, q in r["queues"].items():
         row[f"queue_{stage}_avg_pkts"] = float(q["avg_pkts"])

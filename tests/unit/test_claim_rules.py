@@ -577,3 +577,11 @@ def test_c31_reads_the_sending_window_where_a_run_has_it() -> None:
     assert judged("C31", d).verdict == D
     d.rows["fig17"]["queue_edge_agg_avg_sending_pkts"] = MODEL8
     assert judged("C31", d).verdict == A
+
+
+def test_c2_reads_the_utilisation_of_the_sending_window_where_a_run_has_it() -> None:
+    """Fig. 1(a)'s utilisation leaves the drain out: a run's sending window's, when it has one, is judged."""
+    d = fig1(0.8, 0.80, 0.79, 0.70)  # AR's whole window's (with a long drain): below the band
+    assert judged("C2", d).verdict == D
+    d.rows["fig1"]["utilisation_sending"] = 0.795
+    assert judged("C2", d).verdict == A

@@ -57,6 +57,8 @@ CLASS_FLAT = ("ethereal", "drb", "4ofan", "ofan")
 MIXES = ("none", "random:0.5", "pods:0.5", "agg", "edge")  # Fig. 11: all of one scheme, and the four mixes
 MIXED = MIXES[1:]
 MOE = ("ar", "reps", "ofan", "4ofan")
+POFANS = ("drb", "1ofan", "2ofan", "4ofan", "ofan")  # Fig. 6's labels, DRB first and Ofan last
+LARGE = (4 * MB, 16 * MB)  # C16: a large and a very large message (Fig. 7(a))
 F2_W, F2_DRAWS, F2_SEED = 6, 400, 0xF2  # C10: w, the random bases drawn and their seed
 
 
@@ -638,27 +640,39 @@ def c_fig7_sqrt(d: Data) -> Outcome:
 
 
 def c_fig7_reps(d: Data) -> Outcome:
-    rows = valid(d.of("fig12"))
-    if rows.empty:
-        return no_data("fig12")
-    reps = rows[rows["cell_label"] == "reps"]
-    freezes = int(reps["host_lb_freezes"].sum()) if "host_lb_freezes" in reps else 0
-    detail = f"REPS connections frozen in the congestion-control runs (4 MB): {freezes}"
+    rows = d.of("fig7r")
+    st = {(s, m): stat(rows, "cct_increase", cell_label=s, size_bytes=m) for s in ("reps", "ar") for m in LARGE}
+    if not all(v.ok for v in st.values()):
+        return no_data("fig7r (REPS and AR at 4 and 16 MB)")
+    big, mid = LARGE[-1], LARGE[0]
+    return Outcome(
+        {
+            "worse_than_ar": {"16 MB": iv(diff(st[("reps", big)], st[("ar", big)]), 100)},
+            "worse_with_m": {
+                "REPS's gap to AR, 16 MB - 4 MB": iv(
+                    diff(diff(st[("reps", big)], st[("ar", big)]), diff(st[("reps", mid)], st[("ar", mid)])), 100
+                )
+            },
+        },
+        ", ".join(f"{s} {pct(v)} at {m // MB} MB" for (s, m), v in st.items()),
+        "without congestion control no packet is lost here (unlimited buffers), so no REPS connection can time "
+        "out and freeze in these runs: C44 tries the conjecture with NSCC",
+    )
+
+
+def c_fig7_freeze(d: Data) -> Outcome:
+    rows = valid(d.of("fig7f"))
+    if rows.empty or "cell_reps_freeze" not in rows:
+        return no_data("fig7f")
+    on, off = (stat(rows, "cct_increase", cell_reps_freeze=v) for v in (True, False))
+    if not (on.ok and off.ok):
+        return no_data("fig7f with freezing on and off")
+    froze = rows[rows["cell_reps_freeze"].astype(bool)]
+    freezes = int(froze["host_lb_freezes"].sum()) if "host_lb_freezes" in froze else 0
+    detail = f"REPS with NSCC, 16 MB: freezing on {pct(on)} ({freezes} connections frozen), off {pct(off)}"
     if not freezes:
-        return Outcome(
-            {},
-            detail,
-            "no REPS connection timed out, so freezing never triggered; without congestion control no "
-            "packet is lost here (unlimited buffers), so the paper's conjecture cannot be exercised",
-            verdict=NOT_COMPARABLE,
-        )
-    worse = {}
-    parts = []
-    for cc in sorted(reps["cell_cc"].unique()):
-        r, a = (stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in ("reps", "ar"))
-        worse[f"{cc}"] = iv(diff(r, a), 100)
-        parts.append(f"{cc}: REPS {pct(r)}, AR {pct(a)}")
-    return Outcome({"reps_minus_ar": worse}, detail + "; " + ", ".join(parts))
+        return Outcome({}, detail, "no REPS connection timed out, so freezing never triggered", verdict=NOT_COMPARABLE)
+    return Outcome({"freezing_costs": {"on - off": iv(diff(on, off), 100)}}, detail)
 
 
 def _fig8_model(rows: pd.DataFrame) -> tuple[Stat, float, int]:
@@ -703,24 +717,32 @@ def c_fig8_sweet(d: Data) -> Outcome:
     )
 
 
+RHO_READINGS = (("fig9", "rho_max (the LP)"), ("fig9e", "rho_even"))  # Fig. 9's two readings of rho_max
+
+
 def c_fig9_failures(d: Data) -> Outcome:
-    rows = d.of("fig9")
-    ps = sorted(float(p) for p in valid(rows)["cell_failure"].unique() if p > 0) if not valid(rows).empty else []
-    if not ps:
-        return no_data("fig9 with failures")
     gaps: dict[str, Interval] = {}
     parts = []
-    for p in ps:
-        st = {s: stat(rows, "cct_increase_fault_free", cell_label=s, cell_failure=p) for s in ("ofan", "reps", "ar")}
-        if not all(v.ok for v in st.values()):
-            return no_data(f"fig9 at p={p}")
-        gaps |= {f"p={p:g}: {s} - ofan": iv(diff(st[s], st["ofan"]), 100) for s in ("reps", "ar")}
-        parts.append(f"p={p:g}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
+    for name, reading in RHO_READINGS:
+        rows = d.of(name)
+        v = valid(rows)
+        ps = sorted(float(p) for p in v["cell_failure"].unique() if p > 0) if not v.empty else []
+        if not ps:
+            return no_data(f"{name} with failures")
+        for p in ps:
+            st = {
+                s: stat(rows, "cct_increase_fault_free", cell_label=s, cell_failure=p) for s in ("ofan", "reps", "ar")
+            }
+            if not all(x.ok for x in st.values()):
+                return no_data(f"{name} at p={p}")
+            gaps |= {f"{reading}, p={p:g}: {s} - ofan": iv(diff(st[s], st["ofan"]), 100) for s in ("reps", "ar")}
+            parts.append(f"{reading}, p={p:g}: " + ", ".join(f"{s} {pct(x)}" for s, x in st.items()))
     return Outcome(
         {"ofan_lowest": gaps},
         "; ".join(parts),
-        caveat="see docs/reproduction.md: an uplink that reaches fewer cores takes a full share of Ofan's rotation, "
-        "which rho_max does not assume",
+        caveat="hosts paced at each reading of rho_max: the LP's optimum (which may split a destination unevenly, "
+        "which Ofan's even rotation cannot follow) and rho_even (the rate at which an even split over each "
+        "switch's valid uplinks keeps every link within capacity)",
     )
 
 
@@ -986,4 +1008,208 @@ def c_rtt(d: Data) -> Outcome:
         },
         f"RTT {rtt:.1f} packet times; 1 MB = {m1:.2f} RTTs, 4 MB = {m4:.2f} RTTs (the frames' own serialisation, one "
         "packet time, left out)",
+    )
+
+
+# -- the claims the paper states and the first check left out (C32-C44) ------------------------------------
+def c_fig1_queues(d: Data) -> Outcome:
+    rows = d.of("fig1")
+    q = {
+        (s, ld): stat(rows, "max_queue_pkts", cell_label=s, load=ld)
+        for s in ("ofan", "reps", "ar")
+        for ld in (0.8, 1.0)
+    }
+    if not all(v.ok for v in q.values()):
+        return no_data("fig1 at loads 0.8 and 1")
+    return Outcome(
+        {
+            "over_ofan": {f"{s} / ofan": iv(ratio(q[(s, 1.0)], q[("ofan", 1.0)])) for s in ("reps", "ar")},
+            "grows": {f"{s} 1.0 - 0.8": iv(diff(q[(s, 1.0)], q[(s, 0.8)])) for s in ("reps", "ar")},
+        },
+        ", ".join(f"{s} {q[(s, 0.8)].mean:.1f} at 0.8, {q[(s, 1.0)].mean:.1f} at 1" for s in ("ofan", "reps", "ar"))
+        + " packets (largest queue)",
+    )
+
+
+def c_fig1_cct(d: Data) -> Outcome:
+    rows = d.of("fig1")
+    c = {(s, ld): stat(rows, "cct_s", cell_label=s, load=ld) for s in ("ofan", "reps", "ar") for ld in (0.8, 1.0)}
+    if not all(v.ok for v in c.values()):
+        return no_data("fig1 at loads 0.8 and 1")
+    r = {s: ratio(c[(s, 1.0)], c[(s, 0.8)]) for s in ("ofan", "reps", "ar")}
+    return Outcome(
+        {"improves_less": {f"{s} - ofan": iv(diff(r[s], r["ofan"])) for s in ("reps", "ar")}},
+        "CCT at load 1 over at 0.8 (0.80 if it improved with the load): "
+        + ", ".join(f"{s} {v.mean:.3f}" for s, v in r.items()),
+    )
+
+
+def stage_exponent(rows: pd.DataFrame, label: str, stages: Sequence[str]) -> Interval | None:
+    """The exponent of a stage group's largest queue (the largest over `stages`, each run; a queue of 0 counted
+    as 1 packet, so that a flat queue reads 0) against the message size, with its 95 % interval; None with
+    fewer than two sizes."""
+    v = valid(rows)
+    v = v[v["cell_label"] == label] if not v.empty else v
+    if v.empty or v["size_bytes"].nunique() < 2:
+        return None
+    y = v[[f"queue_{st}_max_pkts" for st in stages]].max(axis=1).clip(lower=1)
+    return exponent(v["size_bytes"].astype(float).tolist(), y.astype(float).tolist())
+
+
+def _split(d: Data, labels: tuple[str, ...]) -> tuple[dict[str, Interval], dict[str, Interval]] | None:
+    up: dict[str, Interval] = {}
+    down: dict[str, Interval] = {}
+    for s in labels:
+        u, dn = stage_exponent(d.of("fig4"), s, STAGES_UP), stage_exponent(d.of("fig4"), s, (*STAGES_DOWN, "edge_host"))
+        if u is None or dn is None:
+            return None
+        up[s], down[s] = u, dn
+    return up, down
+
+
+def _split_detail(up: dict[str, Interval], down: dict[str, Interval]) -> str:
+    return "; ".join(
+        f"{s}: up {up[s].value:.2f} [{up[s].lo:.2f}, {up[s].hi:.2f}], down {down[s].value:.2f} "
+        f"[{down[s].lo:.2f}, {down[s].hi:.2f}]"
+        for s in up
+    )
+
+
+def c_table1_rr_jsq(d: Data) -> Outcome:
+    got = _split(d, ("rr", "jsq"))
+    if got is None:
+        return no_data("fig4 RR and JSQ at every size")
+    up, down = got
+    return Outcome({"up": up, "down": down}, _split_detail(up, down))
+
+
+def c_table1_rps(d: Data) -> Outcome:
+    got = _split(d, ("rps",))
+    if got is None:
+        return no_data("fig4 RPS at every size")
+    up, down = got
+    return Outcome(
+        {"both": {f"{s} up": v for s, v in up.items()} | {f"{s} down": v for s, v in down.items()}},
+        _split_detail(up, down),
+    )
+
+
+def c_fig5_4ofan(d: Data) -> Outcome:
+    rows = d.of("fig5")
+    gaps: dict[str, Interval] = {}
+    for k in ks(rows):
+        p4, ofan = (stat(rows, "cct_increase", cell_label=s, k=k) for s in ("4ofan", "ofan"))
+        if p4.ok and ofan.ok:
+            gaps[f"k={k}"] = iv(diff(p4, ofan), 100)
+    if not gaps:
+        return no_data("fig5 4Ofan and Ofan")
+    return Outcome({"small": gaps}, "4Ofan - Ofan: " + ", ".join(f"{k} {g.value:.2f} points" for k, g in gaps.items()))
+
+
+def c_fig5_alltoall(d: Data) -> Outcome:
+    rows = d.of("fig5ata")
+    gaps: dict[str, Interval] = {}
+    parts = []
+    for k in ks(rows):
+        st = {s: stat(rows, "cct_increase", cell_label=s, k=k) for s in MOE}
+        if not all(v.ok for v in st.values()):
+            continue
+        gaps |= {f"k={k}: {y} - {x}": iv(diff(st[y], st[x]), 100) for y in ("ar", "reps") for x in ("ofan", "4ofan")}
+        parts.append(f"k={k}: " + ", ".join(f"{s} {pct(v)}" for s, v in st.items()))
+    if not gaps:
+        return no_data("fig5ata (all-to-all)")
+    return Outcome({"order": gaps}, "; ".join(parts))
+
+
+def c_fig6_moderate(d: Data) -> Outcome:
+    rows = d.of("fig6")
+    every = ks(rows)
+    if len(every) < 2:
+        return no_data("fig6 at two sizes")
+    small, large = every[0], every[-1]
+    st = {(s, k): stat(rows, "cct_increase", cell_label=s, k=k) for s in POFANS for k in (small, large)}
+    if not all(v.ok for v in st.values()):
+        return no_data(f"fig6 at k={small} and k={large}")
+    gap = {(s, k): diff(st[(s, k)], st[("ofan", k)]) for s in POFANS[:-1] for k in (small, large)}
+    return Outcome(
+        {
+            "expands": {f"{s}": iv(diff(gap[(s, large)], gap[(s, small)]), 100) for s in POFANS[1:-1]},
+            "moderate": {f"drb - {s}": iv(diff(st[("drb", large)], st[(s, large)]), 100) for s in POFANS[1:-1]},
+        },
+        "; ".join(
+            f"k={k}: " + ", ".join(f"{s} - ofan {100 * gap[(s, k)].mean:.2f}" for s in POFANS[:-1])
+            for k in (small, large)
+        )
+        + " points",
+    )
+
+
+def optimal_payload_exponent(sqrt_queue: bool) -> float:
+    """Thm. 6 numerically: the exponent of the optimal payload P - H against the message D (1 MB to 1 GB), when
+    the queue is a constant alpha packets (Ofan) or grows as sqrt(D / P) packets (spraying, Thm. 1)."""
+    from scipy import optimize
+
+    h = 64.0
+    ds = np.geomspace(MB, 1 << 30, 7)
+
+    def best(d: float) -> float:
+        def cost(p: float) -> float:
+            alpha = math.sqrt(d / p) if sqrt_queue else 8.0
+            return d * (p + h) / p + alpha * (p + h)
+
+        return float(optimize.minimize_scalar(cost, bounds=(1.0, d), method="bounded", options={"xatol": 1e-6}).x)
+
+    slope = np.polyfit(np.log(ds), np.log([best(float(d)) for d in ds]), 1)[0]
+    return float(slope)
+
+
+def c_fig8_cube_root(d: Data) -> Outcome:
+    spray, ofan = optimal_payload_exponent(True), optimal_payload_exponent(False)
+    return Outcome(
+        {"spraying": {"sqrt(m) queue": Interval.exact(spray)}, "ofan": {"constant queue": Interval.exact(ofan)}},
+        f"the optimal payload grows as D^{spray:.3f} with a queue growing as sqrt(m), D^{ofan:.3f} with a constant "
+        "queue (Thm. 6's cost minimised numerically, 1 MB to 1 GB)",
+    )
+
+
+def c_fig12_swift_larger(d: Data) -> Outcome:
+    rows = d.of("fig12")
+    least: dict[str, Interval] = {}
+    for cc in ("nscc", "swift"):
+        st = {s: stat(rows, "cct_increase", cell_label=s, cell_cc=cc) for s in MOE}
+        if not all(v.ok for v in st.values()):
+            return no_data(f"fig12 with {cc}")
+        least[cc] = lowest(*(iv(diff(st[y], st[x]), 100) for y in ("reps", "ar") for x in ("ofan", "4ofan")))
+    return Outcome(
+        {"larger": {"swift - nscc": minus(least["swift"], least["nscc"])}},
+        "the least gap (REPS or AR minus Ofan or 4Ofan): "
+        + ", ".join(f"{cc} {g.value:.2f} points" for cc, g in least.items()),
+    )
+
+
+def c_fig13_equivalent(d: Data) -> Outcome:
+    rows = d.of("fig13")
+    gaps: dict[str, Interval] = {}
+    for wl in ("moe", "moe-eplb"):
+        for cc in ("none", "nscc"):
+            a, b = (stat(rows, "cct_increase", cell_label=s, cell_workload=wl, cell_cc=cc) for s in ("ofan", "4ofan"))
+            if a.ok and b.ok:
+                gaps[f"{wl} {cc}"] = iv(diff(a, b), 100)
+    if not gaps:
+        return no_data("fig13 Ofan and 4Ofan")
+    return Outcome(
+        {"same": gaps}, "Ofan - 4Ofan: " + ", ".join(f"{n} {g.value:.2f}" for n, g in gaps.items()) + " points"
+    )
+
+
+def c_fig14_constant(d: Data) -> Outcome:
+    rows = d.of("fig14m")
+    sizes = (119 * 4096, 1533 * 4096)
+    st = {(s, m): stat(rows, "cct_increase", cell_label=s, size_bytes=m) for s in ("ar", "reps") for m in sizes}
+    if not all(v.ok for v in st.values()):
+        return no_data("fig14m AR and REPS (8B and 405B)")
+    r = {s: ratio(st[(s, sizes[1])], st[(s, sizes[0])]) for s in ("ar", "reps")}
+    return Outcome(
+        {"constant": {f"{s} 405B / 8B": iv(v) for s, v in r.items()}},
+        ", ".join(f"{s} {v.mean:.2f}" for s, v in r.items()),
     )

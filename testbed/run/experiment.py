@@ -1081,7 +1081,7 @@ def _transport_args(plan: Plan, trace_path: Path) -> _TransportArgs:
             entries=Dims.of(fab.tree).n_flows,
             freeze_ns=round(reps_freeze_s(fab.spec.rate_bps) * 1e9),
         )
-        if plan.p.scheme is Scheme.REPS
+        if plan.p.scheme is Scheme.REPS and plan.p.reps_freeze
         else None
     )
     waits = metrics.chain_wait_s(fab.tree, plan.flows, plan.prop.link_s)  # chained flows: their input's propagation

@@ -241,6 +241,13 @@ class RunParams:
         choices=CCAS,
         group=T,
     )
+    reps_freeze: bool = option(
+        True,
+        "with --cc, REPS: a retransmission timeout freezes the connection on its stored entropies (REPS's "
+        "freezing mode); --no-reps-freeze leaves it out (Fig. 7(a)'s conjecture)",
+        group=T,
+        sweep=Sweep.DIMENSION,
+    )
     base_rtt_pkts: float | None = option(
         None, "with --cc: the base RTT in packet times at line rate (default 150, the paper's)", group=T
     )

@@ -240,14 +240,6 @@ def fig4_gaps(gap: float, noise: float = 0.001) -> cr.Data:
     return data(fig4=rows)
 
 
-def fig12_reps(reps_dctcp: float, h: float = 0.001, freezes: int = 3) -> cr.Data:
-    rows = pair("reps", "cct_increase", reps_dctcp, h, cell_cc="dctcp", host_lb_freezes=freezes)
-    rows += pair("reps", "cct_increase", 0.30, 0.001, cell_cc="nscc", host_lb_freezes=freezes)
-    return data(
-        fig12=rows + [r for cc in ("dctcp", "nscc") for r in pair("ar", "cct_increase", 0.20, 0.001, cell_cc=cc)]
-    )
-
-
 def fig8(ccts: dict[int, float], alpha: float, h: float = 0.001) -> cr.Data:
     """Fig. 8's rows: a 0.5 MB message's CCT per payload (two seeds, -+ h); the 4 KB runs alpha packet times above
     their bound."""
@@ -270,7 +262,14 @@ def fig9(ofan_at_01: float, h: float = 0.001) -> cr.Data:
         if not (p == 0.1 and s == "ofan")
         for r in pair(s, "cct_increase_fault_free", v, 0.001, cell_failure=p)
     ]
-    return data(fig9=rows + pair("ofan", "cct_increase_fault_free", ofan_at_01, h, cell_failure=0.1))
+    rows += pair("ofan", "cct_increase_fault_free", ofan_at_01, h, cell_failure=0.1)
+    even = [  # paced at rho_even Ofan is lowest throughout
+        r
+        for p in (0.05, 0.1)
+        for s, v in (("ofan", 0.05), ("reps", 0.3), ("ar", 0.25))
+        for r in pair(s, "cct_increase_fault_free", v, 0.001, cell_failure=p)
+    ]
+    return data(fig9=rows, fig9e=even)
 
 
 def fig10(p4: float, h: float = 0.001) -> cr.Data:
@@ -360,6 +359,109 @@ def queue_rows(edge: float, h: float = 0.005) -> cr.Data:
 MODEL8 = queue_model.layer_means(8, queue_model.KERNEL_BUCKET_FRAMES)["edge_agg"]
 
 
+# -- C16 and C32-C44 ----------------------------------------------------------------------------------
+def fig7r(reps16: float, h: float = 0.001) -> cr.Data:
+    values = (("ar", 4 * MB, 0.10), ("ar", 16 * MB, 0.05), ("reps", 4 * MB, 0.12))  # REPS's gap at 4 MB: 2 points
+    rows = [r for s, m, v in values for r in pair(s, "cct_increase", v, 0.001, size_bytes=m)]
+    return data(fig7r=rows + pair("reps", "cct_increase", reps16, h, size_bytes=16 * MB))
+
+
+def fig7f(on: float, h: float = 0.001, freezes: int = 2) -> cr.Data:
+    rows = pair("reps", "cct_increase", on, h, cell_reps_freeze=True, host_lb_freezes=freezes)
+    return data(fig7f=rows + pair("reps", "cct_increase", 0.10, 0.001, cell_reps_freeze=False))
+
+
+def fig1_by_load(metric: str, values: dict[tuple[str, float], float], h: dict[str, float] | None = None) -> cr.Data:
+    return data(
+        fig1=[
+            r
+            for (s, ld), v in values.items()
+            for r in pair(s, metric, v, (h or {}).get(f"{s}{ld}", 0.001 * v), load=ld)
+        ]
+    )
+
+
+def fig1q(reps1: float, h: float = 0.01) -> cr.Data:
+    q = {("ofan", 0.8): 2.0, ("ofan", 1.0): 3.0, ("ar", 0.8): 5.0, ("ar", 1.0): 20.0, ("reps", 0.8): 5.0}
+    return fig1_by_load("max_queue_pkts", {**q, ("reps", 1.0): reps1}, {"reps1.0": h})
+
+
+def fig1c(reps1: float, h: float = 0.001) -> cr.Data:
+    c = {("ofan", 0.8): 1.0, ("ofan", 1.0): 0.8, ("ar", 0.8): 1.0, ("ar", 1.0): 0.95, ("reps", 0.8): 1.0}
+    return fig1_by_load("cct_s", {**c, ("reps", 1.0): reps1}, {"reps1.0": h})
+
+
+def split_rows(exps: dict[str, tuple[float, float]], noise: float = 0.01) -> cr.Data:
+    """fig4's rows with each label's uplink and downlink largest queues growing as m^up and m^down."""
+    rows = []
+    for s, (up, down) in exps.items():
+        for i, m in enumerate((256 * KB, MB, 4 * MB)):
+            for seed in (1, 2):
+                f = 1 + noise * (-1) ** (seed + i)
+                u, dn = 3 * (m / KB) ** up * f, 5 * (m / KB) ** down * f
+                rows.append(
+                    row(
+                        s,
+                        size_bytes=m,
+                        seed=seed,
+                        **{f"queue_{st}_max_pkts": u for st in cr.STAGES_UP},
+                        **{f"queue_{st}_max_pkts": dn for st in (*cr.STAGES_DOWN, "edge_host")},
+                    )
+                )
+    return data(fig4=rows)
+
+
+def fig5_4ofan(p4: float, h: float = 0.001) -> cr.Data:
+    rows = [r for k in (4, 8) for r in pair("ofan", "cct_increase", 0.05, 0.001, k=k)]
+    return data(fig5=rows + [r for k in (4, 8) for r in pair("4ofan", "cct_increase", 0.05 + p4, h, k=k)])
+
+
+def fig5ata(ofan: float, h: float = 0.001) -> cr.Data:
+    values = {"ar": 0.20, "reps": 0.22, "ofan": ofan, "4ofan": 0.10}
+    return data(fig5ata=[r for s, v in values.items() for r in pair(s, "cct_increase", v, h if s == "ofan" else 0.001)])
+
+
+def fig6_moderate(p4_at_8: float, h: float = 0.001) -> cr.Data:
+    at = {4: {"drb": 0.10, "1ofan": 0.06, "2ofan": 0.05, "4ofan": 0.04, "ofan": 0.03}}
+    at[8] = {"drb": 0.20, "1ofan": 0.12, "2ofan": 0.10, "4ofan": p4_at_8, "ofan": 0.04}
+    return data(
+        fig6=[
+            r
+            for k, vs in at.items()
+            for s, v in vs.items()
+            for r in pair(s, "cct_increase", v, h if (s, k) == ("4ofan", 8) else 0.001, k=k)
+        ]
+    )
+
+
+def fig12_both(swift_ofan: float, h: float = 0.001) -> cr.Data:
+    def rows(cc: str, ofan: float, hh: float) -> list[dict[str, Any]]:
+        values = {"ar": 0.30, "reps": 0.32, "ofan": ofan, "4ofan": 0.05}
+        return [
+            r for s, v in values.items() for r in pair(s, "cct_increase", v, hh if s == "ofan" else 0.001, cell_cc=cc)
+        ]
+
+    return data(fig12=rows("nscc", 0.20, 0.001) + rows("swift", swift_ofan, h))  # NSCC's least gap: 10 points
+
+
+def fig13_same(p4: float, h: float = 0.001) -> cr.Data:
+    return data(
+        fig13=[
+            r
+            for wl in ("moe", "moe-eplb")
+            for cc in ("none", "nscc")
+            for s, v, hh in (("ofan", 0.10, 0.001), ("4ofan", p4, h))
+            for r in pair(s, "cct_increase", v, hh, cell_workload=wl, cell_cc=cc)
+        ]
+    )
+
+
+def fsdp_constant(reps_405: float, h: float = 0.001) -> cr.Data:
+    values = (("ar", M8, 0.2), ("ar", M405, 0.25), ("reps", M8, 0.3))
+    rows = [r for s, m, v in values for r in pair(s, "cct_increase", v, 0.001, size_bytes=m)]
+    return data(fig14m=rows + pair("reps", "cct_increase", reps_405, h, size_bytes=M405))
+
+
 CASES: dict[str, Callable[[], tuple[cr.Data, cr.Data, cr.Data]]] = {  # agrees, disagrees, not decided
     "C1": lambda: (fig1(1.0, 0.99, 0.93, 0.94), fig1(1.0, 0.99, 0.97, 0.94), fig1(1.0, 0.99, 0.95, 0.94, 0.005)),
     "C2": lambda: (fig1(0.8, 0.80, 0.79, 0.78), fig1(0.8, 0.80, 0.79, 0.76), fig1(0.8, 0.80, 0.79, 0.77, 0.005)),
@@ -394,7 +496,7 @@ CASES: dict[str, Callable[[], tuple[cr.Data, cr.Data, cr.Data]]] = {  # agrees, 
     "C13": lambda: (fig5(0.05), fig5(0.09), fig5(0.08, 0.005)),
     "C14": lambda: (fig6(0.12), fig6(0.05), fig6(0.16, 0.02)),
     "C15": lambda: (fig4_gaps(-0.5), fig4_gaps(0.0), fig4_gaps(-0.2, 0.3)),
-    "C16": lambda: (fig12_reps(0.25), fig12_reps(0.15), fig12_reps(0.20, 0.01)),
+    "C16": lambda: (fig7r(0.20), fig7r(0.03), fig7r(0.07, 0.01)),
     "C17": lambda: (fig8(INTERIOR, 2.5), fig8({**INTERIOR, 1024: 0.9}, 2.5), fig8({**INTERIOR, 1024: 1.0}, 2.5, 0.05)),
     "C18": lambda: (fig9(0.2), fig9(0.4), fig9(0.25, 0.01)),
     "C19": lambda: (fig10(0.88), fig10(0.95), fig10(0.89, 0.01)),
@@ -428,6 +530,25 @@ CASES: dict[str, Callable[[], tuple[cr.Data, cr.Data, cr.Data]]] = {  # agrees, 
     "C29": lambda: (moe_nscc(0.10), moe_nscc(0.17), moe_nscc(0.15, 0.01)),
     "C30": lambda: (fsdp_models(0.01), fsdp_models(0.06), fsdp_models(0.05, 0.005)),
     "C31": lambda: (queue_rows(MODEL8), queue_rows(2 * MODEL8 + 0.2), queue_rows(MODEL8 + 0.1, 0.02)),
+    "C32": lambda: (fig1q(20.0), fig1q(4.0), fig1q(6.0, 1.0)),
+    "C33": lambda: (fig1c(0.95), fig1c(0.70), fig1c(0.80, 0.01)),
+    "C34": lambda: (
+        split_rows({"rr": (0.0, 1.0), "jsq": (0.05, 0.95)}),
+        split_rows({"rr": (0.0, 1.0), "jsq": (0.05, 0.4)}),
+        split_rows({"rr": (0.0, 1.0), "jsq": (0.05, 0.7)}, noise=0.3),
+    ),
+    "C35": lambda: (
+        split_rows({"rps": (0.5, 0.5)}),
+        split_rows({"rps": (0.0, 0.5)}),
+        split_rows({"rps": (0.3, 0.5)}, 0.3),
+    ),
+    "C36": lambda: (fig5_4ofan(0.01), fig5_4ofan(0.06), fig5_4ofan(0.03, 0.005)),
+    "C37": lambda: (fig5ata(0.10), fig5ata(0.30), fig5ata(0.20, 0.01)),
+    "C38": lambda: (fig6_moderate(0.08), fig6_moderate(0.21), fig6_moderate(0.05, 0.01)),
+    "C40": lambda: (fig12_both(0.10), fig12_both(0.25), fig12_both(0.20, 0.01)),
+    "C41": lambda: (fig13_same(0.101), fig13_same(0.15), fig13_same(0.11, 0.005)),
+    "C42": lambda: (fsdp_constant(0.4), fsdp_constant(0.9), fsdp_constant(0.6, 0.01)),
+    "C44": lambda: (fig7f(0.20), fig7f(0.05), fig7f(0.10, 0.01)),
 }
 
 
@@ -488,7 +609,15 @@ def test_a_gap_share_without_a_gap() -> None:
 
 
 def test_reps_without_freezes_is_not_comparable() -> None:
-    assert judged("C16", fig12_reps(0.25, freezes=0)).verdict == cr.NOT_COMPARABLE
+    """C44 tries freezing: when no connection froze, the runs say nothing of it."""
+    assert judged("C44", fig7f(0.25, freezes=0)).verdict == cr.NOT_COMPARABLE
+
+
+def test_the_packet_size_optimum_follows_thm_6() -> None:
+    """C39's numbers: D^(1/3) with a queue growing as sqrt(m), sqrt(D) with a constant one."""
+    assert cr.optimal_payload_exponent(True) == pytest.approx(1 / 3, abs=0.005)
+    assert cr.optimal_payload_exponent(False) == pytest.approx(0.5, abs=0.005)
+    assert judged("C39", cr.Data("quick")).verdict == A
 
 
 def test_the_model_far_from_the_sweet_spot() -> None:

@@ -352,3 +352,29 @@ def test_a_directory_grows_keeps_its_seeds_and_refuses_another_matrix(tmp_path: 
     assert cl.open_dir(tmp_path, m).matrix.values("seed") == (1, 2, 3, 4, 5)  # more seeds held: kept
     with pytest.raises(RunError, match="holds another sweep"):
         cl.open_dir(tmp_path, m.replace(load=(0.5,)))
+
+
+def test_the_link_model_column_says_same_depends_or_dash() -> None:
+    from testbed.run.claims.document import format_link_model
+
+    assert format_link_model(None) == "-"
+    assert format_link_model({"emulator": "agrees", "paper": "agrees"}) == "same (agrees)"
+    assert format_link_model({"emulator": "agrees", "paper": "disagrees"}) == (
+        "depends: emulator agrees, paper disagrees"
+    )
+
+
+def test_the_ideal_fabric_judges_c9_under_both_link_models() -> None:
+    """C9 on the ideal fabric's Ofan runs of the quick check's cells (k=4 only: fast): Ofan's edge uplinks stay
+    within w + 1 under both link models, and each model's rows are real simulations (the paper's serialising
+    ports hold more than the emulator's buckets)."""
+    from testbed.run.claims import catalogue, link_models
+
+    sel = catalogue.select("C9")
+    mats = {n: m.replace(k=(4,)) for n, m in catalogue.matrices("quick", "paper", sel).items()}
+    assert link_models.verdicts(sel, mats, "quick") == {"C9": {"emulator": "agrees", "paper": "agrees"}}
+    q = {
+        link: link_models.ideal_data(sel[0], mats, "quick", link).of("fig17")["queue_edge_agg_max_pkts"].max()
+        for link in link_models.LINKS
+    }
+    assert 0 < q["emulator"] < q["paper"] <= 3

@@ -131,11 +131,32 @@ DESIGNS: tuple[Design, ...] = (
         {"k": (4, 8, 12, 16), "seed": (1, 2)},
     ),
     Design(
+        "fig5ata",
+        "CCT increase, all-to-all of 64 KB per flow (Fig. 5b)",
+        MAIN,
+        {"workload": ("all-to-all",), "size": (64 * KB,), "k": (4,), "seed": (1, 2)},
+        {"workload": ("all-to-all",), "size": (64 * KB,), "k": (4, 8), "seed": (1, 2)},
+    ),
+    Design(
         "fig6",
         "pOfan variants and DRB against the network size (Fig. 6)",
         POFANS,
         {"k": (4, 8), "seed": (1, 2)},
         {"k": (4, 8, 12), "seed": (1, 2)},
+    ),
+    Design(
+        "fig7r",
+        "REPS and AR at large messages without congestion control (Fig. 7a)",
+        ("ar", "reps"),
+        {"size": (4 * MB, 16 * MB), "seed": (1, 2)},
+        {"size": (4 * MB, 16 * MB), "k": (12,), "seed": (1, 2)},
+    ),
+    Design(
+        "fig7f",
+        "REPS's freezing mode on and off, a 16 MB permutation with NSCC (Fig. 7a's conjecture)",
+        ("reps",),
+        {"size": (16 * MB,), "cc": ("nscc",), "reps_freeze": (True, False), "seed": (1, 2)},
+        {"size": (16 * MB,), "cc": ("nscc",), "reps_freeze": (True, False), "k": (12,), "seed": (1, 2)},
     ),
     Design(
         "fig8",
@@ -150,6 +171,13 @@ DESIGNS: tuple[Design, ...] = (
         ("ar", "reps", "ofan"),
         {"failures": (0.0, 0.05, 0.1), "seed": (1, 2)},
         {"failures": (0.0, 0.05, 0.1), "k": (12,), "seed": (1, 2)},
+    ),
+    Design(
+        "fig9e",
+        "Fig. 9's failures with hosts paced at rho_even, the other reading of rho_max",
+        ("ar", "reps", "ofan"),
+        {"failures": (0.05, 0.1), "pace": ("rho_even",), "seed": (1, 2)},
+        {"failures": (0.05, 0.1), "pace": ("rho_even",), "k": (12,), "seed": (1, 2)},
     ),
     Design(
         "fig10",
@@ -430,12 +458,15 @@ CLAIMS: tuple[Claim, ...] = (
     Claim(
         cid="C16",
         section="Sec. 6.1, Fig. 7(a)",
-        statement="REPS gets notably worse at very large messages, conjectured to be its freezing mode.",
+        statement="REPS gets notably worse at very large messages (a permutation without congestion control).",
         paper="REPS worst at large m",
-        rule="if REPS froze in the congestion-control runs: REPS's minus AR's mean CCT increase +- 2 SEM under each "
-        f"CCA; {ALL}; else not comparable",
-        decisions=(D("reps_minus_ar", "REPS's minus AR's CCT increase, each CCA", ">=", 0, PTS),),
-        experiments=("fig12",),
+        rule="a permutation of 4 and 16 MB without congestion control, mean CCT increase +- 2 SEM: REPS's minus AR's "
+        f"at 16 MB above 0, and that gap larger at 16 MB than at 4 MB; {ALL}",
+        decisions=(
+            D("worse_than_ar", "REPS's minus AR's CCT increase at 16 MB", ">=", 0, PTS),
+            D("worse_with_m", "REPS's gap to AR at 16 MB minus at 4 MB", ">=", 0, PTS),
+        ),
+        experiments=("fig7r",),
         check=r.c_fig7_reps,
     ),
     Claim(
@@ -465,12 +496,19 @@ CLAIMS: tuple[Claim, ...] = (
         section="Sec. 6.2, Fig. 9",
         statement="Under random link failures, hosts paced at rho_max, Ofan keeps outperforming REPS and AR.",
         paper="Ofan lowest",
-        rule="at every failure probability > 0, REPS's and AR's minus Ofan's mean CCT increase over the fault-free "
-        f"bound +- 2 SEM; {ALL}",
+        rule="at every failure probability > 0 and under both readings of rho_max (the hosts paced at the LP's "
+        "optimum, fig9, and at rho_even, the rate an even split over the valid uplinks carries, fig9e), REPS's and "
+        f"AR's minus Ofan's mean CCT increase over the fault-free bound +- 2 SEM; {ALL}",
         decisions=(
-            D("ofan_lowest", "REPS's and AR's minus Ofan's CCT increase, each failure probability", ">=", 0, PTS),
+            D(
+                "ofan_lowest",
+                "REPS's and AR's minus Ofan's CCT increase, each failure probability and reading of rho_max",
+                ">=",
+                0,
+                PTS,
+            ),
         ),
-        experiments=("fig9",),
+        experiments=("fig9", "fig9e"),
         check=r.c_fig9_failures,
     ),
     Claim(
@@ -650,6 +688,162 @@ CLAIMS: tuple[Claim, ...] = (
         experiments=("fig17",),
         check=r.c_fig18_model,
         seeds=FIG17_SEEDS,
+    ),
+    Claim(
+        cid="C32",
+        section="Sec. 1, Fig. 1(b)",
+        statement="At load 1 REPS's and AR's queues grow large (and grow with the load) while Ofan's stay small.",
+        paper="REPS, AR queues grow significantly; Ofan's much smaller",
+        rule="the mean largest queue +- 2 SEM (the delta method for ratios): REPS's and AR's at load 1 at least twice "
+        f"Ofan's, and larger at load 1 than at 0.8; {ALL}",
+        decisions=(
+            D("over_ofan", "REPS's and AR's largest queue at load 1 over Ofan's", ">=", 2, "x"),
+            D("grows", "REPS's and AR's largest queue at load 1 minus at 0.8", ">=", 0, "packets"),
+        ),
+        experiments=("fig1",),
+        check=r.c_fig1_queues,
+    ),
+    Claim(
+        cid="C33",
+        section="Sec. 1, Fig. 1(c)",
+        statement="REPS's and AR's CCTs improve less than Ofan's beyond load 0.9.",
+        paper="REPS, AR saturate",
+        rule="each scheme's mean CCT at load 1 over its CCT at load 0.8 (the delta method; 0.8 if the CCT fell with "
+        f"the load): REPS's and AR's minus Ofan's above 0; {ALL}",
+        decisions=(D("improves_less", "REPS's and AR's CCT ratio (load 1 / 0.8) minus Ofan's", ">=", 0, "x"),),
+        experiments=("fig1",),
+        check=r.c_fig1_cct,
+    ),
+    Claim(
+        cid="C34",
+        section="Sec. 3, Table 1",
+        statement="Simple RR and JSQ: the uplink queues stay Theta(1) while the downlink queues grow as Theta(m).",
+        paper="q_up Theta(1), q_down Theta(m)",
+        rule="for RR and JSQ, the exponent against m (fig4's sizes, least squares, 95 % interval) of the largest "
+        "uplink queue (E->A, A->C) and of the largest downlink queue (C->A, A->E, E->H), a queue of 0 counted as 1 "
+        f"packet: uplinks low, downlinks high; {ALL}",
+        decisions=(
+            D("up", "the uplinks' exponent, RR and JSQ", "<=", 0.3),
+            D("down", "the downlinks' exponent, RR and JSQ", ">=", 0.7),
+        ),
+        experiments=("fig4",),
+        check=r.c_table1_rr_jsq,
+    ),
+    Claim(
+        cid="C35",
+        section="Sec. 3, Table 1, Thm. 1",
+        statement="RPS (RSQ): both the uplink and the downlink queues grow as Theta(sqrt m).",
+        paper="q_up, q_down Theta(sqrt m)",
+        rule=f"RPS's uplink and downlink exponents as C34, each with its 95 % interval; {ALL}",
+        decisions=(D("both", "RPS's uplink and downlink exponents", "within", (0.3, 0.7)),),
+        experiments=("fig4",),
+        check=r.c_table1_rps,
+    ),
+    Claim(
+        cid="C36",
+        section="Sec. 6.1, Fig. 5(a)",
+        statement="The gap between 4Ofan and Ofan remains small as the network grows.",
+        paper="reasonably small",
+        rule="4Ofan's minus Ofan's mean CCT increase +- 2 SEM at every k, below 3 points (the paper's smallest gap "
+        f"to the existing schemes is 5 %); {ALL}",
+        decisions=(D("small", "4Ofan's minus Ofan's CCT increase, at each k", "<=", 3, PTS),),
+        experiments=("fig5",),
+        check=r.c_fig5_4ofan,
+    ),
+    Claim(
+        cid="C37",
+        section="Sec. 6.1, Fig. 5(b, c)",
+        statement="In an all-to-all the schemes keep their order: Ofan and 4Ofan below REPS and AR.",
+        paper="same ordering as the permutation",
+        rule=f"an all-to-all of 64 KB per flow, each of AR's and REPS's minus each of Ofan's and 4Ofan's mean CCT "
+        f"increase +- 2 SEM at every k; {ALL}",
+        decisions=(D("order", "AR's and REPS's minus Ofan's and 4Ofan's CCT increase, at each k", ">=", 0, PTS),),
+        experiments=("fig5ata",),
+        check=r.c_fig5_alltoall,
+    ),
+    Claim(
+        cid="C38",
+        section="Sec. 6.1, Fig. 6",
+        statement="As the network grows the gap between pOfan and Ofan expands, but moderately.",
+        paper="expands moderately",
+        rule="for 1Ofan, 2Ofan and 4Ofan, mean CCT increase +- 2 SEM: the gap to Ofan larger at the largest k than "
+        "at the smallest (expands), and each still below DRB at the largest k (moderately: a per-input pointer "
+        f"beats a per-host one); {ALL}",
+        decisions=(
+            D("expands", "pOfan's gap to Ofan at the largest k minus at the smallest", ">=", 0, PTS),
+            D("moderate", "DRB's minus pOfan's CCT increase at the largest k", ">=", 0, PTS),
+        ),
+        experiments=("fig6",),
+        check=r.c_fig6_moderate,
+    ),
+    Claim(
+        cid="C39",
+        section="Sec. 6.1, Fig. 8(b), Thm. 6",
+        statement="With a queue growing as sqrt(m) (spraying), the optimal packet size grows only as D^(1/3), "
+        "against sqrt(D) with Ofan's constant queue.",
+        paper="Theta(D^1/3) vs Theta(sqrt D)",
+        rule="Thm. 6's cost D (P + H) / P + alpha (P + H) minimised numerically for D from 1 MB to 1 GB (the model, "
+        f"exact): the exponent of the optimal payload with alpha = sqrt(D / P) and with alpha constant; {ALL}",
+        decisions=(
+            D("spraying", "the optimal payload's exponent, a sqrt(m) queue", "within", (0.32, 0.35)),
+            D("ofan", "the optimal payload's exponent, a constant queue", "within", (0.49, 0.51)),
+        ),
+        experiments=(),
+        check=r.c_fig8_cube_root,
+    ),
+    Claim(
+        cid="C40",
+        section="Sec. 6.5, Fig. 12",
+        statement="The gap between REPS or AR and Ofan is a bit larger with MSwift than with NSCC.",
+        paper="larger with MSwift",
+        rule="the least of REPS's and AR's minus Ofan's and 4Ofan's mean CCT increase (+- 2 SEM), with Swift minus "
+        "with NSCC",
+        decisions=(D("larger", "the least gap with Swift minus with NSCC", ">=", 0, PTS),),
+        experiments=("fig12",),
+        check=r.c_fig12_swift_larger,
+    ),
+    Claim(
+        cid="C41",
+        section="Sec. 6.6, Fig. 13",
+        statement="With w = 4 (k=8) Ofan and 4Ofan are equivalent.",
+        paper="equivalent",
+        rule="Ofan's minus 4Ofan's mean CCT increase +- 2 SEM for each skew, without a CCA and with NSCC, within 1 "
+        f"point (at the quick scale's k=4, w = 2 and a pipe of 4 covers every port as well); {ALL}",
+        decisions=(D("same", "Ofan's minus 4Ofan's CCT increase, each skew and CCA", "within", (-1, 1), PTS),),
+        experiments=("fig13",),
+        check=r.c_fig13_equivalent,
+    ),
+    Claim(
+        cid="C42",
+        section="Sec. 6.7, Fig. 14",
+        statement="As the model grows, REPS's and AR's relative CCT increase stays about constant.",
+        paper="about constant",
+        rule="with NSCC, AR's and REPS's mean CCT increase at 405B over at 8B (the delta method), within a factor of "
+        f"2; {ALL}",
+        decisions=(D("constant", "AR's and REPS's CCT increase, 405B / 8B", "within", (0.5, 2.0), "x"),),
+        experiments=("fig14m",),
+        check=r.c_fig14_constant,
+    ),
+    Claim(
+        cid="C43",
+        section="App. F.5",
+        statement="A first pointer at the shortest queue, then an unshuffled round robin, improves the CCT slightly "
+        "(without failures).",
+        paper="slightly better CCT",
+        rule="pending",
+        needs="an Ofan variant whose first pointer picks the shortest queue at a collective's first packet and then "
+        "cycles unshuffled; the paper itself does not evaluate it further",
+    ),
+    Claim(
+        cid="C44",
+        section="Sec. 6.1, Fig. 7(a)",
+        statement="REPS's loss at very large messages comes from its freezing mode (the paper's conjecture).",
+        paper="freezing, conjectured",
+        rule="REPS with NSCC (timeouts need a transport), a 16 MB permutation, freezing on and off: the mean CCT "
+        "increase with freezing minus without +- 2 SEM above 0; not comparable if no connection froze",
+        decisions=(D("freezing_costs", "REPS's CCT increase with freezing minus without", ">=", 0, PTS),),
+        experiments=("fig7f",),
+        check=r.c_fig7_freeze,
     ),
 )
 

@@ -81,6 +81,16 @@ def _parts(r: dict[str, Any]) -> str:
     )
 
 
+def format_link_model(v: dict[str, str] | None) -> str:
+    """The link-model column: the same verdict under both link models, or each; a dash where the ideal fabric
+    does not compute the claim."""
+    if not v:
+        return "-"
+    if len(set(v.values())) == 1:
+        return f"same ({next(iter(v.values()))})"
+    return "depends: " + ", ".join(f"{link} {verdict}" for link, verdict in v.items())
+
+
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
     lines = [
@@ -98,16 +108,19 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
         "only when it is wholly on the other side, not decided otherwise; a claim with several comparisons agrees "
         "when all do and disagrees when any does. The table shows the deciding comparison (the first decided the "
         "wrong way or not decided, else the nearest its margin); a claim not decided got more seeds, up to its "
-        "cap.",
+        "cap. The link-model column judges the claim again, by its rule, on the ideal fabric's runs of the same "
+        "cells under the emulator's links (a token bucket of two frames, no serialisation per hop) and the paper's "
+        "(one frame in service per port, store-and-forward): the same verdict under both, or each (a dash: the "
+        "ideal fabric does not model the claim's schemes or workload).",
         "",
-        "| claim | section | the paper | here | interval | margin | seeds | verdict |",
-        "|---|---|---|---|---|---|---|---|",
+        "| claim | section | the paper | here | interval | margin | seeds | verdict | link model |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         here = _num(r["value"]) + (f" {r['unit']}" if r["value"] is not None and r["unit"] else "")
         lines.append(
             f"| {r['id']} | {r['section']} | {r['paper']} | {here} | {format_interval(r)} | {format_margin(r)} | "
-            f"{format_seeds(r)} | **{r['verdict']}** |"
+            f"{format_seeds(r)} | **{r['verdict']}** | {format_link_model(r.get('link_model'))} |"
         )
     lines += ["", "## Each claim", ""]
     for r in results:
@@ -132,6 +145,8 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             lines.append(f"- intervals: {_parts(r)}")
         if r["detail"]:
             lines.append(f"- measured: {r['detail']}")
+        if r.get("link_model"):
+            lines.append("- on the ideal fabric: " + ", ".join(f"{k} links {v}" for k, v in r["link_model"].items()))
         if r["notes"]:
             lines.append(f"- note: {r['notes']}")
         lines.append("")

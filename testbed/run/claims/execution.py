@@ -28,6 +28,7 @@ from ...measure.claim_rules import AGREES, NO_DATA, NOT_DECIDED, PENDING, Data, 
 from ...measure.results import write_json
 from ..runner import check_can_run, run_sweep
 from ..sweep import SPEC, Matrix, SweepDir
+from . import link_models
 from .catalogue import RATE_FACTOR, Claim, matrices, select
 from .document import check_doc, splice_doc, write
 
@@ -231,7 +232,8 @@ def run(
 ) -> list[dict[str, Any]]:
     """Every experiment's sweep in `dirs` (what is done already is kept: resumable), then every rule; while a claim
     is not decided and below its cap, its experiments grow (more_seeds) and only their new cells run. With
-    `run_missing` False none is run, none grows, and a claim whose experiment is unfinished reads "no data".
+    `run_missing` False none is run, none grows, and a claim whose experiment is unfinished reads "no data". Each
+    claim the ideal fabric computes is judged again on it under both link models (testbed.run.claims.link_models).
     Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
     experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an interrupted
     one's included up to its last finished run."""
@@ -269,6 +271,8 @@ def run(
             f"not decided: {', '.join(undecided)}; more seeds: "
             + ", ".join(f"{n} {have[n]} -> {k} ({len(dirs[n].pending())} runs)" for n, k in more.items())
         )
+    links = link_models.verdicts(selected, {n: d.matrix for n, d in dirs.items()}, scale, announce)
+    results = [{**r, "link_model": links.get(r["id"])} for r in results]
     wall_s = runner.previous + time.monotonic() - runner.t0
     _record_wall_s(out_dir, wall_s)
     write(

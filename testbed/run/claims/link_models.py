@@ -1,0 +1,105 @@
+"""Does a verdict depend on the link model? Each claim the ideal fabric can compute (testbed.models.ideal: its
+schemes, one flow per host, no ACKs, no failures, hosts at line rate) is judged again, by its own rule, on the
+ideal fabric's runs of its experiments' cells under both link models: the emulator's (a token bucket of two
+frames per port, no serialisation per hop) and the paper's (htsim's: one frame in service per port,
+store-and-forward at every hop). Propagation is in the event times of both, per link, as the check's runs have
+it. The claims are named here, not discovered: a rule that reads schemes the ideal fabric does not model would
+be judged on part of its runs.
+
+- C9 (Ofan's edge-uplink queue within w + 1): Ofan's cells of fig3, fig6 and fig17;
+- C34 and C35 (Table 1's uplink and downlink growth of RR, JSQ and RPS): fig4's cells of those schemes;
+- C36 (4Ofan beside Ofan as the network grows): fig5's Ofan and 4Ofan cells.
+
+The ideal fabric counts packet times, so its rows carry the CCT increase over each model's own bound and the
+largest queue per stage in frames, which is all these rules read."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+
+from traffic.packet import WIRE_EXTRA, Packetizer
+from traffic.workloads import WorkloadSpec, make_spec
+
+from ...measure.claim_rules import Data, judge
+from ...models import ideal
+from ...topology import FatTree
+from ...topology.timebase import Propagation, parse_propagation
+from ..sweep import Cell, Matrix
+from .catalogue import Claim
+
+LINKS = ideal.LINKS  # ("emulator", "paper")
+# claim -> the scheme labels of its experiments' cells the ideal fabric plays for it
+CLAIMS: dict[str, tuple[str, ...]] = {
+    "C9": ("ofan",),
+    "C34": ("rr", "jsq"),
+    "C35": ("rps",),
+    "C36": ("ofan", "4ofan"),
+}
+
+
+def modelled(cell: Cell, m: Matrix, labels: tuple[str, ...]) -> bool:
+    """Whether the ideal fabric plays this cell: a scheme it models among `labels`, one flow per host, no failure,
+    no congestion control, hosts at line rate. It has no ACKs: where the kernel's cells had them (fig4's, for
+    REPS and CONGA), the two link models are still compared like with like."""
+    return (
+        cell.label in labels
+        and cell.failure == 0
+        and cell.option(m, "workload") == "permutation"
+        and cell.option(m, "cc") == "none"
+        and float(cell.option(m, "load")) == 1.0
+    )
+
+
+def ideal_row(cell: Cell, m: Matrix, link: str) -> dict[str, Any]:
+    """One cell played on the ideal fabric under `link`: the columns the rules read."""
+    tree = FatTree(cell.k, "ideal", m.topology)
+    spec = WorkloadSpec("permutation", cell.size, cell.seed, inter_pod=bool(cell.option(m, "inter_pod")))
+    flows = make_spec(spec, tree.n_hosts, tree.hosts_per_pod)
+    pk = Packetizer(wire_overhead=WIRE_EXTRA)
+    prop = cell.option(m, "propagation")
+    prop = prop if isinstance(prop, Propagation) else parse_propagation(str(prop))
+    d = prop.link_pkts(1.0, pk.wire_len(pk.payload))
+    r = ideal.simulate(tree, cell.config, flows, cell.seed, pk=pk, propagation=d, link=link)
+    queues = {f"queue_{st}_max_pkts": q for st, q in r.max_queue.items()}
+    switch = [q for st, q in r.max_queue.items() if st != "host_edge"]
+    return {
+        **cell.columns(),
+        "seed": cell.seed,
+        "k": cell.k,
+        "size_bytes": cell.size,
+        "load": 1.0,
+        "fidelity_valid": True,
+        "cct_increase": r.cct_increase,
+        "max_queue_pkts": max(switch, default=0),
+        **queues,
+    }
+
+
+def ideal_data(c: Claim, mats: dict[str, Matrix], scale: str, link: str) -> Data:
+    """The ideal fabric's rows of every cell of `c`'s experiments it plays, under `link`."""
+    labels = CLAIMS[c.cid]
+    rows = {
+        n: pd.DataFrame([ideal_row(cell, mats[n], link) for cell in mats[n].cells() if modelled(cell, mats[n], labels)])
+        for n in c.experiments
+    }
+    return Data(scale, rows)
+
+
+def verdicts(
+    selected: list[Claim],
+    mats: dict[str, Matrix],
+    scale: str,
+    announce: Callable[[str], None] = lambda line: None,
+) -> dict[str, dict[str, str]]:
+    """Per claim the ideal fabric computes, its verdict under each link model (`mats`: the check's matrices, with
+    the seeds it reached)."""
+    out: dict[str, dict[str, str]] = {}
+    for c in selected:
+        if c.cid not in CLAIMS or c.check is None or not all(n in mats for n in c.experiments):
+            continue
+        announce(f"{c.cid}: the ideal fabric under both link models")
+        out[c.cid] = {link: judge(c.decisions, c.check(ideal_data(c, mats, scale, link))).verdict for link in LINKS}
+    return out

@@ -723,8 +723,9 @@ RHO_READINGS = (("fig9", "rho_max (the LP)"), ("fig9e", "rho_even"))  # Fig. 9's
 def c_fig9_failures(d: Data) -> Outcome:
     gaps: dict[str, Interval] = {}
     parts = []
+    every = {name: d.of(name) for name, _ in RHO_READINGS}  # both read, whatever the first holds
     for name, reading in RHO_READINGS:
-        rows = d.of(name)
+        rows = every[name]
         v = valid(rows)
         ps = sorted(float(p) for p in v["cell_failure"].unique() if p > 0) if not v.empty else []
         if not ps:

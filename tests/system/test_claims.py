@@ -58,7 +58,7 @@ def test_claims_of_one_experiment(tmp_path: Path) -> None:
     assert Matrix.from_json(rows["matrix"]).values("propagation") == (PAPER,)  # the default: not in the JSON
     assert len(list((out / "experiments" / "fig1" / "rows").glob("*.json"))) == 18  # 3 schemes x 2 loads x 3 seeds
     md = (out / "claims.md").read_text()
-    assert "| C1 |" in md and "| C27 |" in md and "| interval | margin | seeds | verdict |" in md
+    assert "| C1 |" in md and "| C27 |" in md and "| interval | margin | seeds | verdict | link model |" in md
     page = (out / "report.html").read_text()
     assert page.index('id="claims"') < page.index("Experiments")
     t0 = time.monotonic()

@@ -542,7 +542,7 @@ def ideal(
     k: int = 4,
     topology: str = "fattree",
     inter_pod: bool = False,
-    start_jitter: float = 1.0,
+    start_jitter: float = 1.0,  # testbed.models.ideal.START_JITTER
     order: str = "random",
     propagation: str | float | Propagation = PAPER,
     on_row: Callable[[dict[str, Any]], None] | None = None,

@@ -158,7 +158,14 @@ def envelope(
     bound = ideal.bound_pkts(tree, flows, pk, legs, buckets_bytes)
     for s in range(1, draws + 1):
         r = ideal.simulate(
-            tree, config, flows, 1_000_003 * s + 17, pk, start_jitter=1.0, buckets_bytes=buckets_bytes, ecmp=ecmp
+            tree,
+            config,
+            flows,
+            1_000_003 * s + 17,
+            pk,
+            start_jitter=ideal.START_JITTER,
+            buckets_bytes=buckets_bytes,
+            ecmp=ecmp,
         )
         cct.append(ideal.shifted_cct_pkts(tree, flows, r.flow_done, legs) / bound - 1)
         for st, q in r.max_queue.items():

@@ -77,7 +77,8 @@ LINK_BUCKET = 2.0
 NIC_BUCKET = 1.25
 MAX_FRAME_BYTES = 4200 + 14
 ORDERS = ("random", "fixed")  # of frames reaching one switch at one instant
-LINKS = ("emulator", "paper")  # the link models: the fabric's token buckets, or htsim's serialising ports
+LINKS = ("emulator", "paper")
+START_JITTER = 1.0  # packet times over which a run's NICs are released: the kernel's (the verdict's envelope)  # the link models: the fabric's token buckets, or htsim's serialising ports
 SPRAYS = ("switch", "entropies")  # RPS: each switch's own draw, or the host's entropy hashed by each switch
 ENTROPIES = 8192  # htsim's -paths as the twin ran it (testbed.measure.htsim.ENTROPIES)
 

@@ -37,7 +37,10 @@ def run_sweep(
     wait: bool = False,
     progress: Progress = lambda done, total, row: None,
 ) -> pd.DataFrame:
-    """Every pending cell of the sweep in `d`, here or on the cluster; the whole table."""
+    """Every pending cell of the sweep in `d`, here or on the cluster; the whole table. A directory whose runs
+    went at another rate than the matrix's today is refused before any run (SweepDir.check_rates)."""
+    if d.pending():
+        d.check_rates()
     address = cluster_address(cluster)
     if address is None:
         return run_local(d, prefix, progress, wait=wait)

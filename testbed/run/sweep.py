@@ -49,6 +49,7 @@ from ..measure.results import write_json
 from ..models import control
 from ..models.schemes import SchemeConfig, SchemeError, check_mix, needing_acks
 from ..topology import FatTree
+from ..topology.units import format_rate
 from . import params as _params
 from .experiment import run_valid
 from .options import Spec, Sweep, by_name
@@ -530,6 +531,25 @@ class SweepDir:
 
     def done(self) -> set[str]:
         return {p.stem for p in (self.path / ROWS).glob("*.json")}
+
+    def check_rates(self) -> None:
+        """Refuse (one RunError line) to add runs to a directory whose finished runs went at another line rate
+        than this matrix resolves to today: the auto rate follows the packet budget, which a re-measurement
+        changes, and the fingerprint holds the rate factor, not the rate. Judging the rows there (no run) needs
+        no such check."""
+        want: dict[int, int] = {}
+        for f in sorted((self.path / ROWS).glob("*.json")):
+            row = json.loads(f.read_text())
+            if row.get("rate_bps") is None or row.get("k") is None:
+                continue
+            k, got = int(row["k"]), int(row["rate_bps"])
+            want.setdefault(k, self.matrix.rate_for(k))
+            if got != want[k]:
+                raise RunError(
+                    f"{self.path}: its k={k} runs went at {format_rate(got)}, this matrix's rate for k={k} is "
+                    f"{format_rate(want[k])} today (the packet budget changed): runs at two rates would mix; choose "
+                    "another --out"
+                )
 
     def pending(self) -> list[Cell]:
         done = self.done()

@@ -73,3 +73,19 @@ def test_default_rate_factor_and_directory(monkeypatch: pytest.MonkeyPatch, tmp_
 
 def _minutes(name: str) -> str:
     return f"{paper.figure_estimate_s(paper.figures()[name], 'quick') / 60:.0f}"
+
+
+def test_a_directory_run_at_another_rate_is_not_resumed(tmp_path: Path) -> None:
+    """The auto rate follows the packet budget: a directory whose runs went at another rate than the matrix's
+    today is refused before any run (one line), and one at the same rate resumes; judging needs no check."""
+    from testbed.run.params import RunError
+    from testbed.run.sweep import matrix
+
+    m = matrix(("ofan",), seed=(1, 2))
+    d = SweepDir(tmp_path / "s", m)
+    today = m.rate_for(4)
+    d.write_row({"cell": d.pending()[0].name, "k": 4, "rate_bps": today})
+    d.check_rates()  # the same rate: resumes
+    d.write_row({"cell": d.pending()[0].name, "k": 4, "rate_bps": today * 2})
+    with pytest.raises(RunError, match=r"k=4 runs went at .*the packet budget changed.*another --out"):
+        d.check_rates()

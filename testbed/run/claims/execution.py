@@ -341,6 +341,9 @@ def check(
         + (f"; more seeds while a claim is not decided, up to {' or '.join(map(str, caps))}" if caps else "")
     )
     if pending and run_missing:
+        for d in dirs.values():  # every directory before the first run: none resumed at another rate
+            if d.pending():
+                d.check_rates()
         check_can_run(cluster)
     t0 = time.monotonic()
     results = run(

@@ -209,11 +209,17 @@ def step_integral(times: np.ndarray, occ: np.ndarray, before: float, a: int, b: 
     return float(np.sum(v * np.diff(t)))
 
 
-def area_at(sample: PortSample, t_read_ns: int, t_ns: int, times: np.ndarray, occ: np.ndarray) -> float:
+def area_at(
+    sample: PortSample, t_read_ns: int, t_ns: int, times: np.ndarray, occ: np.ndarray, max_pkts: int | None = None
+) -> float:
     """A port's occupancy-time integral at `t_ns`, from the exact one read at `t_read_ns` (`sample`): the
     stretch between the two is taken from the sampled occupancy (`times`, `occ`), closed by the exact
     occupancy read. The stretch is the lag between the last frame out and the read, milliseconds against a
-    window of hundreds, so the sampling's error on it is small next to the exact rest."""
+    window of hundreds, so the sampling's error on it is small next to the exact rest. A sampled reading outside
+    [0, `max_pkts`] (the port's exact maximum) cannot be its occupancy and is clipped into it: an unlocked read
+    of the queue map was once seen at -123,000 packets on a host port, 1 run in 3."""
+    if max_pkts is not None:
+        occ = np.clip(occ, 0, max_pkts)
     t = np.concatenate((times, [t_read_ns]))
     v = np.concatenate((occ, [sample.pkts]))
     order = np.argsort(t, kind="stable")  # the read after a sample of the same time: it is the later

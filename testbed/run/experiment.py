@@ -516,47 +516,54 @@ class AtSent:
     ports: dict[int, metrics.PortSample]
 
 
-def _sending_window(
-    plan: Plan, got: Readings, timing: Timing, at_sent: AtSent, sampler: collector.Sampler
-) -> metrics.SendingWindow:
-    """The sending window (Thm. 1-2's: until the last data frame has left its sender's NIC, which the edge
-    switch sees arrive) and every port's occupancy integral at its end: the exact read as the senders returned,
-    moved to that end along the sampled series."""
+@dataclass(frozen=True)
+class Sending:
+    """The sending window (Thm. 1-2's: until the last data frame has left its sender's NIC, which the edge switch
+    sees arrive) with every port's occupancy integral at its end, Fig. 1(a)'s utilisation over the window up to
+    the senders' return, and how long after the last data frame out that read came (ns)."""
+
+    window: metrics.SendingWindow
+    utilisation: float
+    lag_ns: int
+
+    def describe(self) -> dict[str, float]:
+        return {"span_s": self.window.span_ns / 1e9, "lag_after_last_data_s": self.lag_ns / 1e9}
+
+
+def _delivered(plan: Plan, ports: dict[int, metrics.PortSample], window_ns: int) -> float:
+    """Bytes delivered to the receivers over what their links could carry in `window_ns` (paper Fig. 1a)."""
+    spec = plan.fab.spec
+    return metrics.delivered_utilisation(
+        tree=plan.fab.tree,
+        flows=plan.flows,
+        ports=ports,
+        rate_bps=spec.rate_bps,
+        window_ns=window_ns,
+        overhead=spec.wire_overhead,
+        burst_bytes=spec.burst,
+    )
+
+
+def _sending(plan: Plan, got: Readings, timing: Timing, at_sent: AtSent, sampler: collector.Sampler) -> Sending:
+    """The sending window's figures: the exact read as the senders returned, each port's integral moved along the
+    sampled series to the window's end; the utilisation read exactly then (the drain, whose length is the last
+    straggler's, left out)."""
     tree, ports = plan.fab.tree, got.ports
     src = {tree.host_port(tree.hosts[f.src].name).ifindex for f in plan.flows}
     t_end = max((ports[i].nic_last_data_ns or ports[i].last_rx_ns for i in src), default=0)
     if not timing.t_first or t_end <= timing.t_first:
-        return metrics.SendingWindow(0, {})
+        return Sending(metrics.SendingWindow(0, {}), 0.0, 0)
     lo, hi = sorted((t_end, at_sent.t_ns))
     series = sampler.port_samples(lo, hi)
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     areas = {
-        p.ifindex: metrics.area_at(at_sent.ports[p.ifindex], at_sent.t_ns, t_end, *series.get(p.ifindex, empty))
+        p.ifindex: metrics.area_at(
+            at_sent.ports[p.ifindex], at_sent.t_ns, t_end, *series.get(p.ifindex, empty), ports[p.ifindex].max_pkts
+        )
         for p in tree.ports
     }
-    return metrics.SendingWindow(t_end - timing.t_first, areas)
-
-
-def _utilisation_sending(plan: Plan, timing: Timing, at_sent: AtSent) -> tuple[float, dict[str, float]]:
-    """Fig. 1(a)'s utilisation: bytes delivered to the receivers while every source sends, over what their links
-    could carry then, read exactly as the senders return (the drain, whose length is the last straggler's, left
-    out), and that window's span and its lag after the last data frame out (seconds)."""
-    span = at_sent.t_ns - timing.t_first if timing.t_first else 0
-    if span <= 0:
-        return 0.0, {}
-    spec, tree = plan.fab.spec, plan.fab.tree
-    src = {tree.host_port(tree.hosts[f.src].name).ifindex for f in plan.flows}
-    t_end = max((at_sent.ports[i].nic_last_data_ns or at_sent.ports[i].last_rx_ns for i in src), default=0)
-    u = metrics.delivered_utilisation(
-        tree=tree,
-        flows=plan.flows,
-        ports=at_sent.ports,
-        rate_bps=spec.rate_bps,
-        window_ns=span,
-        overhead=spec.wire_overhead,
-        burst_bytes=spec.burst,
-    )
-    return u, {"span_s": span / 1e9, "lag_after_last_data_s": (at_sent.t_ns - t_end) / 1e9 if t_end else math.nan}
+    window = metrics.SendingWindow(t_end - timing.t_first, areas)
+    return Sending(window, _delivered(plan, at_sent.ports, at_sent.t_ns - timing.t_first), at_sent.t_ns - t_end)
 
 
 def _measure(plan: Plan, probes: Probes) -> Result:
@@ -567,8 +574,7 @@ def _measure(plan: Plan, probes: Probes) -> Result:
     sent, drained, machine, at_sent = _send_and_drain(plan, probes, sampler)
     got = _read_after(plan, before)
     timing = _timing(plan, got)
-    sending = _sending_window(plan, got, timing, at_sent, sampler)
-    util_sending = _utilisation_sending(plan, timing, at_sent)
+    sending = _sending(plan, got, timing, at_sent, sampler)
     drops = _drops(plan, before, got, sent)
     verdict = _verdict(
         plan,
@@ -593,7 +599,6 @@ def _measure(plan: Plan, probes: Probes) -> Result:
         verdict=verdict,
         windows=windows,
     )
-    result = replace(result, utilisation_sending=util_sending[0], sending_window=util_sending[1])
     if plan.run_dir is not None:
         _write(plan, result, sampler, timing, windows)
     return result
@@ -882,7 +887,7 @@ def _result(
     sent: SendReport,
     got: Readings,
     timing: Timing,
-    sending: metrics.SendingWindow,
+    sending: Sending,
     drops: dict[str, int],
     before: Counters,
     verdict: fidelity.Verdict,
@@ -890,7 +895,7 @@ def _result(
 ) -> Result:
     """The run's result (`testbed run --json`), from the readings and the verdict."""
     p, flows, spec, tree, ports = plan.p, plan.flows, plan.fab.spec, plan.fab.tree, got.ports
-    queues = metrics.port_queues(tree, ports, timing.window_ns, sending)
+    queues = metrics.port_queues(tree, ports, timing.window_ns, sending.window)
     util = metrics.utilisation(tree, ports, spec.rate_bps, timing.window_ns, spec.wire_overhead)
     cct_s, bound, bound_ff = timing.cct_ns / 1e9, plan.bounds.bound, plan.bounds.fault_free
     c0, c1 = before.data_plane, got.after.data_plane
@@ -923,15 +928,9 @@ def _result(
         switch_counters={n: c1[n] - c0.get(n, 0) for n in c1},
         queues=metrics.stage_queues(queues),
         overload=metrics.worst_overload(tree, ports),
-        utilisation=metrics.delivered_utilisation(
-            tree=tree,
-            flows=flows,
-            ports=ports,
-            rate_bps=spec.rate_bps,
-            window_ns=timing.window_ns,
-            overhead=spec.wire_overhead,
-            burst_bytes=spec.burst,
-        ),
+        utilisation=_delivered(plan, ports, timing.window_ns),
+        utilisation_sending=sending.utilisation,
+        sending_window=sending.describe(),
         ports=[{**asdict(q), "utilisation": util[q.port]} for q in queues],
         fidelity=verdict.to_json(),
         switches=_per_switch(plan, before, got),

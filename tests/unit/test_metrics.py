@@ -247,3 +247,13 @@ def test_port_queues_average_over_the_sending_window_too() -> None:
     qs = metrics.port_queues(t, ports, window_ns=1_000_000, sending=sending)
     assert {q.avg_pkts for q in qs} == {3.0} and {q.avg_sending_pkts for q in qs} == {2.0}
     assert metrics.stage_queues(qs)["edge_agg"]["avg_sending_pkts"] == 2.0
+
+
+def test_area_at_clips_a_reading_no_occupancy_can_have() -> None:
+    """A sampled reading outside [0, the port's exact maximum] is clipped into it."""
+    read = _sample(1, pkts=2, integral_pkts_ns=1000)
+    times = np.array([110], dtype=np.int64)
+    occ = np.array([-123_000], dtype=np.int64)
+    # 2 x 10 (100-110), then the bad reading, clipped to 0, for 20 (110-130)
+    assert metrics.area_at(read, 100, 130, times, occ, max_pkts=10) == 1000 + 2 * 10
+    assert metrics.area_at(read, 100, 130, times, np.array([50]), max_pkts=10) == 1000 + 2 * 10 + 10 * 20

@@ -209,8 +209,10 @@ def test_check_runs_each_experiment_through_the_runner(monkeypatch: pytest.Monke
 
 def test_paper_claims_without_runs_from_the_command_line(tmp_path: Path) -> None:
     """`testbed paper claims --no-run --out DIR --doc PAGE` on a directory with no run: exit 0, the table, the
-    documents, the page spliced, report.html; nothing built."""
+    documents, the page spliced, report.html; nothing built; the wall time of the runs kept, judging adds none."""
     page = tmp_path / "page.md"
+    (tmp_path / "out").mkdir()
+    execution._record_wall_s(tmp_path / "out", 300.0)  # what the runs took
     argv = ("paper", "claims", "--no-run", "--claims", "C1,C9,C10", "--out", str(tmp_path / "out"), "--doc", str(page))
     r = subprocess.run(
         [sys.executable, "-m", "testbed.cli", *argv],
@@ -226,6 +228,7 @@ def test_paper_claims_without_runs_from_the_command_line(tmp_path: Path) -> None
     j = json.loads((tmp_path / "out" / "claims.json").read_text())
     assert [(c["id"], c["verdict"]) for c in j["claims"]] == [("C1", "no data"), ("C9", "no data"), ("C10", "agrees")]
     assert (tmp_path / "out" / "report.html").exists() and "| C9 | App. F.4 |" in page.read_text()
+    assert j["wall_s"] == 300.0 and execution._previous_wall_s(tmp_path / "out") == 300.0
 
 
 def test_wall_time_adds_up_over_invocations_an_interrupted_one_included(tmp_path: Path) -> None:

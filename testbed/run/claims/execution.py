@@ -236,7 +236,7 @@ def run(
     claim the ideal fabric computes is judged again on it under both link models (testbed.run.claims.link_models).
     Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
     experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an interrupted
-    one's included up to its last finished run."""
+    one's included up to its last finished run; one that only judges (`run_missing` False) adds nothing."""
     dirs = dict(dirs)
     runner = _Runner(
         out_dir=out_dir,
@@ -273,7 +273,7 @@ def run(
         )
     links = link_models.verdicts(selected, {n: d.matrix for n, d in dirs.items()}, scale, announce)
     results = [{**r, "link_model": links.get(r["id"])} for r in results]
-    wall_s = runner.previous + time.monotonic() - runner.t0
+    wall_s = runner.previous + (time.monotonic() - runner.t0 if run_missing else 0.0)  # judging alone adds none
     _record_wall_s(out_dir, wall_s)
     write(
         out_dir,

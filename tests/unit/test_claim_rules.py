@@ -714,3 +714,25 @@ def test_c2_reads_the_utilisation_of_the_sending_window_where_a_run_has_it() -> 
     assert judged("C2", d).verdict == D
     d.rows["fig1"]["utilisation_sending"] = 0.795
     assert judged("C2", d).verdict == A
+
+
+def test_the_fsdp_rules_second_reading_counts_one_ack_frame_per_data_frame_and_step() -> None:
+    """A ring's host sends one flow and ACKs one per step on the same link: 3 steps of 1,533 frames at 18 Mbit/s
+    are 3 x 1533 x 86 B of ACK line time; a run that took exactly the bound plus that reads 0 %, one that took
+    the bound alone reads below 0, and a 16 KB payload's frames carry 4 times fewer ACKs for the same bytes."""
+    acks = 3 * 1533 * 86 * 8 / 18e6
+    rows = pd.DataFrame(
+        {
+            "size_bytes": [1533 * 4096, 1533 * 4096, 1533 * 4096],
+            "cell_payload": [None, None, 16384],
+            "flows": [48, 48, 48],
+            "hosts": [16, 16, 16],
+            "rate_bps": [18e6, 18e6, 18e6],
+            "cct_lower_bound_s": [3.0, 3.0, 3.0],
+            "cct_s": [3.0 + acks, 3.0, 3.0],
+        }
+    )
+    got = cr.ring_acks_s(rows)
+    assert got[0] == pytest.approx(acks) and got[2] == pytest.approx(acks / 4, rel=0.01)
+    inc = cr.with_ring_acks(rows)["cct_increase_acks"]
+    assert inc[0] == pytest.approx(0.0, abs=1e-12) and inc[1] < -0.01

@@ -619,6 +619,7 @@ def _ideal_row(
         "frames": r.frames,
         "delivered": r.delivered,
         "max_queue": r.max_queue,
+        "mean_queue_sending": r.mean_queue_sending,
         "propagation_pkts": d,
     }
     if d > 0:  # the analytic shift of a kernel run, from the same run without propagation

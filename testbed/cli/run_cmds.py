@@ -177,7 +177,7 @@ def add_ideal(sub: Any) -> None:
     sp.add_argument(
         "--schemes",
         default="ecmp,rps,ofan,pofan:4",
-        help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P (default ecmp,rps,ofan,pofan:4)",
+        help="comma-separated, of ecmp, rps, rr, jsq, ofan, pofan:P, drb (default ecmp,rps,ofan,pofan:4)",
     )
     sp.add_argument("--seeds", type=args.seeds, default=(1, 2, 3), help=args.SEEDS_HELP + " (default 1-3)")
     sp.add_argument(

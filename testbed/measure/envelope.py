@@ -5,7 +5,7 @@ timers, service, delivery); a kernel effect that keeps every part within its
 tolerance can still move the result (RPS at k=12, seed 3, read +28.0 % with
 every figure in tolerance, outside the ideal fabric's +18.4 to +25.1 % over
 13 seeds). So a run of a scheme and workload the ideal fabric models
-(testbed.models.ideal: ECMP, RPS, RR, JSQ, Ofan, pOfan; one flow per host
+(testbed.models.ideal: ECMP, RPS, RR, JSQ, Ofan, pOfan, DRB; one flow per host
 in full frames, load 1, no ACKs, no congestion control, no failure) is also
 placed in the ideal fabric's distribution: the same flows played DRAWS times
 (each draw its own random choices, arrival order and NIC release within one

@@ -111,6 +111,10 @@ class IdealResult:
     delivered: int
     max_queue: dict[str, int]  # per stage label: the most frames waiting at any link of that stage
     flow_done: dict[int, float] = field(default_factory=dict)  # flow id -> its last delivery, from the first departure
+    # per stage label: frames waiting, time-averaged over the sending window (the first departure to the last
+    # frame out of a NIC; Thm. 1-2's q(m), as the kernel's avg_sending_pkts) and over the stage's links; the
+    # NICs' own stage (host_edge) is 0, as in max_queue: every frame waits there from its release
+    mean_queue_sending: dict[str, float] = field(default_factory=dict)
 
     @property
     def cct_increase(self) -> float:
@@ -238,9 +242,9 @@ def simulate(
     spray_slot = _entropy_slots(tree, inputs, entropies) if spray == "entropies" else None
     next_hop = _router(tree, config, links, inputs, spray_slot)
     tie_of = _tie_order(seed) if order == "random" else None
-    events, first = _release(flows, links, rng, pk.count, start_jitter, _Hop(propagation, tie_of))
+    events, first, sent = _release(flows, links, rng, pk.count, start_jitter, _Hop(propagation, tie_of))
     frames = len(events)
-    done, delivered, max_queue = _play(events, next_hop, links, _Hop(propagation, tie_of))
+    done, delivered, max_queue, area = _play(events, next_hop, links, _Hop(propagation, tie_of), (first, sent))
     if link == "emulator":
         bound = _bound_pkts(tree, flows, pk, link_bucket, nic_bucket, propagation)
     else:
@@ -253,7 +257,16 @@ def simulate(
         delivered=delivered,
         max_queue=max_queue,
         flow_done={f: t - first for f, t in done.items()},
+        mean_queue_sending=_means(area, links, sent - first),
     )
+
+
+def _means(area: dict[str, float], links: _Links, span: float) -> dict[str, float]:
+    """Each stage's frame-time area over its links' count and the window's span."""
+    count: dict[str, int] = {}
+    for st in links.stage_of.values():
+        count[st.label] = count.get(st.label, 0) + 1
+    return {st: a / count[st] / span if span > 0 and count.get(st) else 0.0 for st, a in area.items()}
 
 
 def check_options(
@@ -382,6 +395,7 @@ def _router(
     ecmp_slot: dict[tuple[int, str], int] = {}
     src_of = {f.fid: links.host_name[f.src] for f in inputs.flows}
     cls = decisions.size_class(inputs.pk.frame_len(inputs.pk.payload))
+    drb = _drb_paths(tree, links, inputs) if scheme is Scheme.DRB else {}
 
     def next_hop(sw: str, prev: str, dst: str, fid: int, n: int, now: float) -> str:
         node = by_name[sw]
@@ -412,6 +426,10 @@ def _router(
         elif s is Scheme.RR:
             slot = rr[sw]
             rr[sw] = (slot + 1) % w
+        elif s is Scheme.DRB:  # the path label its NIC wrote: the (start + n)-th path, agg x w + core
+            start, paths = drb[fid]
+            bit = (start + n) % paths
+            slot = (bit // w if node.level is Level.EDGE else bit % w) if paths > w else bit
         elif s is Scheme.JSQ:
             q = [buckets[(sw, p)].queued(now) for p in peers]
             best = min(q)
@@ -427,6 +445,18 @@ def _router(
         return peers[slot]
 
     return next_hop
+
+
+def _drb_paths(tree: FatTree, links: _Links, inputs: _SchemeInputs) -> dict[int, tuple[int, int]]:
+    """DRB's NIC (host_lb.h, testbed.models.host.model_drb) without failures: per flow a rotation over its
+    paths from a random start, one step per data frame; a path between pods is bit agg x w + core (w x w of
+    them), within a pod bit agg (w). Flow -> (start, paths); a flow within one edge switch has no choice."""
+    out: dict[int, tuple[int, int]] = {}
+    for f in inputs.flows:
+        src, dst = links.host_name[f.src], links.host_name[f.dst]
+        paths = tree.w * tree.w if links.pod_of[src] != links.pod_of[dst] else tree.w
+        out[f.fid] = (random.Random(f"{inputs.seed}/drb/{f.fid}").randrange(paths), paths)
+    return out
 
 
 _TieOf = Callable[[int, int, int], float]  # (flow id, frame number, hop) -> the frame's place among simultaneous ones
@@ -459,12 +489,12 @@ _Event = tuple[float, int, float, str, str, str, int, int]
 
 def _release(
     flows: list[Flow], links: _Links, rng: random.Random, count: Callable[[int], int], jitter: float, hop: _Hop
-) -> tuple[list[_Event], float]:
+) -> tuple[list[_Event], float, float]:
     """Every frame through its source's NIC (each NIC released at a uniform draw within `jitter` packet times,
     its queue full), as the events of their arrival at the edge switch (a heap; with the paper's links, of
-    their last bit), and the first departure (of a first bit)."""
+    their last bit), the first departure (of a first bit) and the last."""
     events: list[_Event] = []
-    first = float("inf")
+    first, last = float("inf"), 0.0
     buckets, host_name, edge_of = links.buckets, links.host_name, links.edge_of
     propagation, tie_of = hop.propagation, hop.tie_of
     for f in flows:
@@ -475,20 +505,24 @@ def _release(
         for n in range(count(f.size_bytes)):
             t, _ = nic.send(release)
             first = min(first, t - nic.service)
+            last = max(last, t - nic.service)
             tie = tie_of(f.fid, n, 0) if tie_of is not None else float(f.src)  # fixed: by source host
             events.append((_at(t + propagation), 0, tie, edge_of[src], src, dst, f.fid, n))
     heapq.heapify(events)
-    return events, first
+    return events, first, last
 
 
 def _play(
-    events: list[_Event], next_hop: _NextHop, links: _Links, hop: _Hop
-) -> tuple[dict[int, float], int, dict[str, int]]:
+    events: list[_Event], next_hop: _NextHop, links: _Links, hop: _Hop, window: tuple[float, float]
+) -> tuple[dict[int, float], int, dict[str, int], dict[str, float]]:
     """The frames hop by hop until every one is delivered, in time order: each flow's last delivery, the
-    frames delivered, and per stage the most frames waiting at any of its links."""
+    frames delivered, and per stage the most frames waiting at any of its links and the frame-time they spent
+    waiting within `window` (from, to)."""
     buckets, stage_of = links.buckets, links.stage_of
     propagation, tie_of = hop.propagation, hop.tie_of
     max_queue = {st.label: 0 for st in Stage}
+    area = {st.label: 0.0 for st in Stage}
+    w0, w1 = window
     done: dict[int, float] = {}
     delivered = 0
     while events:
@@ -499,13 +533,17 @@ def _play(
             continue
         nxt = next_hop(at, prev, dst, fid, n, now)
         link = (at, nxt)
-        t, q = buckets[link].send(now)
+        server = buckets[link]
+        t, q = server.send(now)
         label = stage_of[link].label
         if q > max_queue[label]:
             max_queue[label] = q
+        served = min(t - server.service, w1)  # it waited from its arrival until its service began
+        if served > now and now < w1:
+            area[label] += served - max(now, w0)
         tie = tie_of(fid, n, hops + 1) if tie_of is not None else tie
         heapq.heappush(events, (_at(t + propagation), hops + 1, tie, nxt, at, dst, fid, n))
-    return done, delivered, max_queue
+    return done, delivered, max_queue, area
 
 
 def _at(t: float) -> float:

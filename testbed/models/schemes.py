@@ -135,7 +135,7 @@ TRAITS: dict[Scheme, Traits] = {
     Scheme.POFAN: Traits(ideal=True),
     Scheme.REPS: Traits(acks="needs"),  # recycles the entropies its ACKs bring back
     Scheme.CONGA: Traits(acks="needs", timers=("dre",)),  # feeds path congestion back on the reverse traffic
-    Scheme.DRB: Traits(acks="uses"),  # its ACKs take the small size class
+    Scheme.DRB: Traits(ideal=True, acks="uses"),  # its ACKs take the small size class
     Scheme.DLB: Traits(timers=("sample",)),
     Scheme.SGLB: Traits(timers=("sample", "flood")),
 }

@@ -5,14 +5,16 @@ w + 1, and what it does not model is refused."""
 
 from __future__ import annotations
 
+import random
 import struct
 
 import pytest
 
-from testbed.models import decisions, ideal
+from testbed.models import decisions, host, ideal
 from testbed.models.schemes import Scheme, SchemeConfig, SchemeError
 from testbed.topology import FatTree
-from traffic.packet import ROCE_PORT
+from testbed.topology.fattree import Level
+from traffic.packet import ROCE_PORT, Packetizer
 from traffic.workloads import Flow, WorkloadSpec, make_spec
 
 MB = 1 << 20  # 256 full frames
@@ -250,3 +252,51 @@ def test_a_fabrics_own_buckets_for_large_frames() -> None:
     )
     default = ideal.simulate(tree, SchemeConfig(Scheme.OFAN), flows, 1, pk)
     assert default.cct_increase > 0.03
+
+
+@pytest.mark.parametrize(("dst", "paths"), [(15, 4), (3, 2)])  # h0 to another pod (w x w paths), within its pod (w)
+def test_drb_takes_the_path_its_nic_labels_frame_by_frame(dst: int, paths: int) -> None:
+    """DRB in the ideal fabric is the NIC's rotation (models.host.model_drb) read by the switches
+    (decisions.label_slot): frame n of a flow takes the path its pointer names after n steps from its random
+    start, at the edge switch and, between pods, at the aggregation switch."""
+    tree = FatTree(4, "t")
+    flows = [Flow(1, 0, dst, MB)]
+    cfg = SchemeConfig(Scheme.DRB)
+    links = ideal._Links.of(tree, cfg, (ideal.LINK_BUCKET, ideal.NIC_BUCKET))
+    inputs = ideal._SchemeInputs(flows=flows, seed=3, rng=random.Random(3), pk=Packetizer(), ecmp=None)
+    hop = ideal._router(tree, cfg, links, inputs)
+    start, n_paths = ideal._drb_paths(tree, links, inputs)[1]
+    assert n_paths == paths
+    src, dst_name = links.host_name[0], links.host_name[dst]
+    edge = links.edge_of[src]
+    seen = set()
+    for n in range(2 * paths):
+        x = host.HostDecision(
+            Scheme.DRB, tree.w, False, n, (1 << paths) - 1, paths > tree.w, False, start + n, host.RepsState(), 0
+        )
+        label = host.decide(x).port
+        agg = hop(edge, src, dst_name, 1, n, 0.0)
+        assert links.up[edge].index(agg) == decisions.label_slot(
+            label, ROCE_PORT, Level.EDGE, tree.w, (1 << tree.w) - 1
+        )
+        if paths > tree.w:
+            core = hop(agg, edge, dst_name, 1, n, 0.0)
+            assert links.up[agg].index(core) == decisions.label_slot(
+                label, ROCE_PORT, Level.AGG, tree.w, (1 << tree.w) - 1
+            )
+            seen.add((agg, core))
+        else:
+            seen.add((agg,))
+    assert len(seen) == paths  # every path, each once per rotation
+
+
+def test_the_mean_queue_over_the_sending_window_is_the_waiting_frames_area() -> None:
+    # the two flows above on one uplink: it gets two frames per packet time and serves one until the NICs
+    # stop at 256 - NIC, so its queue grows as about t and its mean over the window is about half the last
+    # departure; the stage's mean is over its 16 links (8 edge switches x 2 uplinks), the other stages' 0
+    flows = [Flow(1, 0, 2, MB), Flow(2, 1, 3, MB)]
+    shared = next(r for r in (run(4, "ecmp", flows, s) for s in range(1, 30)) if r.cct_pkts > 300)
+    assert shared.mean_queue_sending["edge_agg"] == pytest.approx((256 - NIC) / 2 / 16, rel=0.01)
+    assert all(v < 0.01 for st, v in shared.mean_queue_sending.items() if st != "edge_agg")  # one frame behind at most
+    apart = next(r for r in (run(4, "ecmp", flows, s) for s in range(1, 30)) if r.cct_pkts < 300)
+    assert all(v == 0 for v in apart.mean_queue_sending.values())

@@ -736,3 +736,12 @@ def test_the_fsdp_rules_second_reading_counts_one_ack_frame_per_data_frame_and_s
     assert got[0] == pytest.approx(acks) and got[2] == pytest.approx(acks / 4, rel=0.01)
     inc = cr.with_ring_acks(rows)["cct_increase_acks"]
     assert inc[0] == pytest.approx(0.0, abs=1e-12) and inc[1] < -0.01
+
+
+def test_c31_takes_the_server_its_rows_links_have() -> None:
+    """The kernel's rows say nothing: its token bucket; the ideal fabric's rows name theirs (0: the paper's
+    server, one frame in service), so each link model is judged against its own model."""
+    assert cr._server_of(pd.DataFrame({"k": [4]})) == queue_model.KERNEL_BUCKET_FRAMES
+    assert cr._server_of(pd.DataFrame({"server_bucket_frames": [math.nan]})) == queue_model.KERNEL_BUCKET_FRAMES
+    assert cr._server_of(pd.DataFrame({"server_bucket_frames": [0.0]})) is None
+    assert cr._server_of(pd.DataFrame({"server_bucket_frames": [2.0]})) == 2.0

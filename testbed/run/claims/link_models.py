@@ -8,11 +8,14 @@ once RR's and JSQ's downlink queues grow as m^0.5 on the ideal fabric instead of
 be judged on part of its runs.
 
 - C9 (Ofan's edge-uplink queue within w + 1): Ofan's cells of fig3, fig6 and fig17;
+- C14 (1Ofan's share of the DRB-Ofan gap): fig6's DRB, 1Ofan and Ofan cells;
+- C31 (Ofan's mean queue per layer against the ND/D/1 model): fig17's Ofan cells;
 - C34 and C35 (Table 1's uplink and downlink growth of RR, JSQ and RPS): fig4's cells of those schemes;
 - C36 (4Ofan beside Ofan as the network grows): fig5's Ofan and 4Ofan cells.
 
-The ideal fabric counts packet times, so its rows carry the CCT increase over each model's own bound and the
-largest queue per stage in frames, which is all these rules read."""
+The ideal fabric counts packet times, so its rows carry the CCT increase over each model's own bound, the
+largest queue per stage in frames and each stage's mean queue over the sending window, which is all these rules
+read."""
 
 from __future__ import annotations
 
@@ -35,6 +38,8 @@ LINKS = ideal.LINKS  # ("emulator", "paper")
 # claim -> the scheme labels of its experiments' cells the ideal fabric plays for it
 CLAIMS: dict[str, tuple[str, ...]] = {
     "C9": ("ofan",),
+    "C14": ("drb", "1ofan", "ofan"),
+    "C31": ("ofan",),
     "C34": ("rr", "jsq"),
     "C35": ("rps",),
     "C36": ("ofan", "4ofan"),
@@ -66,7 +71,9 @@ def ideal_row(cell: Cell, m: Matrix, link: str) -> dict[str, Any]:
     r = ideal.simulate(
         tree, cell.config, flows, cell.seed, pk=pk, propagation=d, link=link, start_jitter=ideal.START_JITTER
     )
-    queues = {f"queue_{st}_max_pkts": q for st, q in r.max_queue.items()}
+    queues: dict[str, float] = {f"queue_{st}_max_pkts": q for st, q in r.max_queue.items()}
+    for st, q in r.mean_queue_sending.items():
+        queues[f"queue_{st}_avg_pkts"] = queues[f"queue_{st}_avg_sending_pkts"] = q
     switch = [q for st, q in r.max_queue.items() if st != "host_edge"]
     return {
         **cell.columns(),
@@ -76,6 +83,7 @@ def ideal_row(cell: Cell, m: Matrix, link: str) -> dict[str, Any]:
         "load": 1.0,
         "fidelity_valid": True,
         "cct_increase": r.cct_increase,
+        "server_bucket_frames": ideal.LINK_BUCKET if link == "emulator" else 0.0,  # C31's model: this link's server
         "max_queue_pkts": max(switch, default=0),
         **queues,
     }

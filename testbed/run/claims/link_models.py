@@ -8,10 +8,16 @@ once RR's and JSQ's downlink queues grow as m^0.5 on the ideal fabric instead of
 be judged on part of its runs.
 
 - C9 (Ofan's edge-uplink queue within w + 1): Ofan's cells of fig3, fig6 and fig17;
+- C11 (DRB's largest queue over Ofan's as the network grows): fig17's DRB and Ofan cells;
+- C12 (DRB worse at small messages than large and than Ofan): fig4's DRB and Ofan cells;
 - C14 (1Ofan's share of the DRB-Ofan gap): fig6's DRB, 1Ofan and Ofan cells;
 - C31 (Ofan's mean queue per layer against the ND/D/1 model): fig17's Ofan cells;
 - C34 and C35 (Table 1's uplink and downlink growth of RR, JSQ and RPS): fig4's cells of those schemes;
-- C36 (4Ofan beside Ofan as the network grows): fig5's Ofan and 4Ofan cells.
+- C36 (4Ofan beside Ofan as the network grows): fig5's Ofan and 4Ofan cells;
+- C38 (pOfan's gap to Ofan as the network grows): fig6's cells (DRB, pOfan with pipes of 1, 2 and 4, Ofan).
+
+Fig. 8's (C17) are not: its payloads need the fabric's own buckets for large frames, and its rule reads the
+CCT in seconds.
 
 The ideal fabric counts packet times, so its rows carry the CCT increase over each model's own bound, the
 largest queue per stage in frames and each stage's mean queue over the sending window, which is all these rules
@@ -38,11 +44,14 @@ LINKS = ideal.LINKS  # ("emulator", "paper")
 # claim -> the scheme labels of its experiments' cells the ideal fabric plays for it
 CLAIMS: dict[str, tuple[str, ...]] = {
     "C9": ("ofan",),
+    "C11": ("drb", "ofan"),
+    "C12": ("drb", "ofan"),
     "C14": ("drb", "1ofan", "ofan"),
     "C31": ("ofan",),
     "C34": ("rr", "jsq"),
     "C35": ("rps",),
     "C36": ("ofan", "4ofan"),
+    "C38": ("drb", "1ofan", "2ofan", "4ofan", "ofan"),
 }
 
 

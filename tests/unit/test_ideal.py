@@ -269,7 +269,7 @@ def test_drb_takes_the_path_its_nic_labels_frame_by_frame(dst: int, paths: int) 
     assert n_paths == paths
     src, dst_name = links.host_name[0], links.host_name[dst]
     edge = links.edge_of[src]
-    seen = set()
+    seen: set[tuple[str, ...]] = set()
     for n in range(2 * paths):
         x = host.HostDecision(
             Scheme.DRB, tree.w, False, n, (1 << paths) - 1, paths > tree.w, False, start + n, host.RepsState(), 0

@@ -36,6 +36,8 @@ static __always_inline __u32 lb_pick_uplink(struct __sk_buff *skb, __u32 sw, str
     switch (cfg->scheme) {
     case SCHEME_OFAN:
         return lb_ofan_pick(sw, 0, d, n_keys, cls, mask);
+    case SCHEME_WOFAN:
+        return lb_wofan_pick(sw, d, n_keys, cls, mask);
     case SCHEME_POFAN:
         if (cfg->pipe_size == PIPES_PER_CPU)
             return lb_ofan_pick_percpu(sw, d, n_keys, cls, mask);

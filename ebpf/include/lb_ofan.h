@@ -16,7 +16,15 @@
  *   Ofan              one set per switch (pipe 0 of ofan_ptr);
  *   pOfan, P ports    one set per pipe, pipe = ingress port number / P;
  *   pOfan, per-CPU    one set per CPU (ofan_ptr_cpu), CPUs standing in for pipes.
- * Mirrored by testbed.models.decisions.ofan_port and pofan_pipe.
+ * Weighted Ofan (lb_wofan_pick): Ofan's pointer and port order, in rounds of
+ * W pointer values; round j = (value / W) mod R of the destination key's R
+ * rounds (wofan_round) makes only its eligible uplinks takeable, so an uplink
+ * eligible in c of the R rounds gets c packets per R rounds. The control plane
+ * makes the uplink of the largest weight eligible in every round, so W tries
+ * always find one; a round with no valid eligible uplink (a failure the rounds
+ * do not know yet) takes every valid one. One round with every valid uplink
+ * (no failure, or equal weights) is Ofan, packet for packet.
+ * Mirrored by testbed.models.decisions.ofan_port, wofan_port and pofan_pipe.
  * Concurrency: shared pointers (Ofan, pipes) take a 64-bit fetch-add, so each
  * packet gets its own pointer value even when CPUs race; per-CPU pointers are
  * only touched by their CPU and need no atomics.
@@ -73,6 +81,38 @@ static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n
     __u32 slot = (sw * K + pipe) * N_PTR + id;
     __u64 *ptr = ofan_ptr.lookup(&slot);
     return ptr ? lb_rotate(ptr, 1, 1, id, mask) : 0;
+}
+
+/* The uplinks of round `value` of key (sw, d), within `mask` (every valid one for a round naming none). */
+static __always_inline __u32 lb_wofan_eligible(__u32 sw, __u32 d, __u64 value, __u32 mask)
+{
+    __u32 base = (sw * N_KEYS + d) * W;
+    __u64 *first = wofan_round.lookup(&base);
+    __u32 rounds = first ? (__u32)(*first >> 32) : 0;
+    if (rounds <= 1 || rounds > W)
+        return mask;
+    __u32 key = base + (__u32)((value / W) % rounds);
+    __u64 *r = wofan_round.lookup(&key);
+    __u32 e = r ? (__u32)*r & mask : 0;
+    return e ? e : mask;
+}
+
+static __always_inline __u32 lb_wofan_pick(__u32 sw, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)
+{
+    __u32 id = d + n_keys * cls;
+    __u32 slot = sw * K * N_PTR + id;
+    __u64 *ptr = ofan_ptr.lookup(&slot);
+    if (!ptr)
+        return 0;
+    __u32 port = 0;
+#pragma clang loop unroll(disable)
+    for (__u32 t = 0; t < W; t++) {
+        __u64 old = __sync_fetch_and_add(ptr, 1);
+        port = lb_ofan_port(old, id);
+        if ((lb_wofan_eligible(sw, d, old, mask) >> port) & 1)
+            return port;
+    }
+    return lb_mask_draw(mask, port); /* other CPUs took the values between our W tries */
 }
 
 static __always_inline __u32 lb_ofan_pick_percpu(__u32 sw, __u32 d, __u32 n_keys, __u32 cls, __u32 mask)

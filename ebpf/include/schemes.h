@@ -25,6 +25,7 @@
 #define SCHEME_CONGA 13  /* CONGA adapted to packet spraying (lb_conga.h) */
 #define SCHEME_DLB   14  /* Broadcom-style dynamic load balancing: best sampled port quality (lb_dlb.h) */
 #define SCHEME_SGLB  15  /* DLB plus the next switch's flooded quality toward the destination (lb_dlb.h) */
+#define SCHEME_WOFAN 16  /* weighted Ofan: per-destination rotation in rounds of eligible ports (lb_ofan.h) */
 
 /* Host NIC load-balancing schemes, run_cfg.host_lb (testbed.models.schemes.Scheme.host_lb) */
 #define HOST_LB_NONE     0

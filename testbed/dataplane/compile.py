@@ -107,7 +107,7 @@ class Dims:
 
     def map_bytes(self, ncpu: int) -> int:
         """Memory of the largest maps, which the kernel preallocates (maps.h): Ofan pointers per switch, pipe
-        and pointer id (and per CPU), valid-uplink masks, flow and ACK counters, REPS state and DRB pointers
+        and pointer id (and per CPU), valid-uplink masks and weighted Ofan's rounds, flow and ACK counters, REPS state and DRB pointers
         per flow, port queues, per (top switch, destination) counts, host path masks, the sampled schemes' port
         state, flooded views, CONGA's tables and REPS's delay lines (the structs' sizes from their mirrors)."""
         per_flow = ct.sizeof(FlowRx) + ct.sizeof(AckRx) + ct.sizeof(RepsState) + 8 * decisions.N_CLASSES
@@ -115,6 +115,7 @@ class Dims:
             8 * self.n_switches * self.k * self.n_ptr
             + 8 * ncpu * self.n_switches * self.n_ptr
             + 4 * self.n_switches * self.n_keys
+            + 8 * self.n_switches * self.n_keys * self.w
             + per_flow * self.n_flows
             + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
             + 8 * self.n_switches * self.n_hosts

@@ -303,6 +303,7 @@ MAP_TYPES: dict[str, tuple[type[Any], type[Any]]] = {
     "run_cfg": (u32, RunCfg),
     "uplink_pkts": (u32, u64),
     "uplink_mask": (u32, u32),
+    "wofan_round": (u32, u64),
     "sw_drops": (u32, u64),
     "counters": (u32, u64),
     "rx_total": (u32, u64),  # per-CPU
@@ -549,6 +550,7 @@ class Maps:
     run_cfg: MapHandle[ct.c_uint32, RunCfg]
     uplink_pkts: MapHandle[ct.c_uint32, ct.c_uint64]
     uplink_mask: MapHandle[ct.c_uint32, ct.c_uint32]
+    wofan_round: MapHandle[ct.c_uint32, ct.c_uint64]
     sw_drops: MapHandle[ct.c_uint32, ct.c_uint64]
     counters: MapHandle[ct.c_uint32, ct.c_uint64]
     rx_total: PercpuU64Map

@@ -111,6 +111,22 @@ def set_uplink_masks(maps: Maps, tree: FatTree, masks: dict[tuple[int, int], int
     maps.uplink_mask.set_many([(sw * nk + d, m) for (sw, d), m in masks.items()])
 
 
+def set_wofan_rounds(maps: Maps, tree: FatTree, rounds: dict[tuple[int, int], tuple[int, ...]]) -> None:
+    """Weighted Ofan's rounds by (switch id, destination key), in one batch: round j's eligible slots in the low
+    32 bits, the number of rounds in the high 32 (lb_ofan.h); one round or none is written as 0 (Ofan's
+    rotation over the valid uplinks). The masks (set_uplink_masks) are written first, and the data plane takes
+    a round within them, so rounds that lag a failure never name a failed uplink."""
+    nk, w = Dims.of(tree).n_keys, tree.w
+    entries: list[tuple[int, int]] = []
+    for (sw, d), rs in rounds.items():
+        base = (sw * nk + d) * w
+        if len(rs) <= 1:
+            entries.append((base, 0))
+        else:
+            entries += [(base + j, len(rs) << 32 | m) for j, m in enumerate(rs)]
+    maps.wofan_round.set_many(entries)
+
+
 def set_downlinks(maps: Maps, tree: FatTree, routes: dict[tuple[int, int], int]) -> None:
     """Downward routes by (switch id, slot): egress ifindex, or 0 to withdraw the route."""
     maps.downlinks.set_many([(sw * tree.k + slot, ifx) for (sw, slot), ifx in routes.items()])

@@ -145,7 +145,9 @@ class Watcher:
         masks = {k: v for k, v in new.masks.items() if self.routing.masks.get(k) != v}
         downs = {k: v for k, v in new.downlinks.items() if self.routing.downlinks.get(k) != v}
         paths = {k: v for k, v in new.host_paths.items() if self.routing.host_paths.get(k) != v}
+        rounds = {k: v for k, v in new.rounds.items() if self.routing.rounds.get(k) != v}
         switches.set_uplink_masks(self.maps, self.tree, masks)
+        switches.set_wofan_rounds(self.maps, self.tree, rounds)  # after the masks: it never names a failed port
         switches.set_downlinks(self.maps, self.tree, downs)
         switches.set_host_paths(self.maps, self.tree, paths)
         t_done = time.monotonic_ns()
@@ -158,7 +160,7 @@ class Watcher:
             t_event_ns=t_event,
             t_converged_ns=t_done,
             convergence_ms=(t_done - t_event) / 1e6,
-            map_writes=len(masks) + len(downs) + len(paths),
+            map_writes=len(masks) + len(downs) + len(paths) + len(rounds),
         )
         dead = [ln for ln in self.tree.links if ln.name in ev.links_down]
         self.routing, self.failed = new, failed

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from traffic.workloads import Flow
 
 from ..topology import FatTree, Level, Link, Node, Port
+from . import decisions
 
 
 class LinkError(ValueError):
@@ -63,6 +64,9 @@ class Routing:
     failed: frozenset[str] = field(default_factory=frozenset)
     # (source edge, destination edge), global edge indices -> host-routed paths valid for both ends (host_lb.h)
     host_paths: dict[tuple[int, int], int] = field(default_factory=dict)
+    # (switch id, destination key) -> weighted Ofan's rounds of eligible slots (decisions.wofan_rounds of
+    # Reach.weights); one round where every valid uplink weighs the same (Ofan's rotation)
+    rounds: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
 
 
 class Reach:
@@ -94,6 +98,24 @@ class Reach:
             if self.up(edge.name, p.peer) and self.agg_reaches_edge(self.tree.by_name[p.peer], dst_edge):
                 m |= 1 << slot
         return m
+
+    def edge_weights(self, edge: Node, dst_edge: Node) -> list[int]:
+        """Weighted Ofan's integer weight of each uplink slot of `edge` toward `dst_edge`: the valid shortest
+        paths through it (an aggregation switch in another pod leads to as many as it has core links whose
+        core still reaches the destination's aggregation switch; within a pod each leads to one), 0 for an
+        invalid uplink. Proportional to the capacity each uplink leads to when the cores' links are the
+        bottleneck (docs/schemes.md)."""
+        mask = self.edge_mask(edge, dst_edge)
+        out = []
+        for slot, p in enumerate(self.tree.uplinks(edge.name)):
+            agg = self.tree.by_name[p.peer]
+            if not mask >> slot & 1:
+                out.append(0)
+            elif agg.pod == dst_edge.pod:
+                out.append(1)
+            else:
+                out.append(bin(self.agg_mask(agg, dst_edge.pod)).count("1"))
+        return out
 
     def agg_mask(self, agg: Node, dst_pod: int) -> int:
         m = 0
@@ -163,6 +185,7 @@ class Reach:
 def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
     r = Reach(tree, failed)
     masks: dict[tuple[int, int], int] = {}
+    rounds: dict[tuple[int, int], tuple[int, ...]] = {}
     downlinks: dict[tuple[int, int], int] = {}
     edges = [n for n in tree.switches if n.level is Level.EDGE]
     for sw in tree.switches:
@@ -170,13 +193,15 @@ def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
             for f in edges:
                 if f != sw:
                     masks[(sw.nid, tree.edge_global(f))] = r.edge_mask(sw, f)
+                    rounds[(sw.nid, tree.edge_global(f))] = decisions.wofan_rounds(r.edge_weights(sw, f))
         elif sw.level is Level.AGG:
             for pod in range(tree.pods):
                 if pod != sw.pod:
-                    masks[(sw.nid, pod)] = r.agg_mask(sw, pod)
+                    masks[(sw.nid, pod)] = m = r.agg_mask(sw, pod)
+                    rounds[(sw.nid, pod)] = (m,) if m else ()  # every core leads to one path: equal weights
         for slot, p in enumerate(tree.downlinks(sw.name)):
             downlinks[(sw.nid, slot)] = p.ifindex if r.up(sw.name, p.peer) else 0
-    return Routing(masks, downlinks, r.failed, host_paths(tree, r))
+    return Routing(masks, downlinks, r.failed, host_paths(tree, r), rounds)
 
 
 def host_paths(tree: FatTree, r: Reach) -> dict[tuple[int, int], int]:
@@ -267,6 +292,17 @@ def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> 
     rho x line rate x its share of its host's bytes, as in `rho_max`; an edge switch splits it evenly over
     the uplinks valid for its destination edge, an aggregation switch over the core links valid for its
     destination pod. Never above `rho_max`, the best split's."""
+    return split_rho(tree, flows, failed, weighted=False)
+
+
+def weighted_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
+    """The same for weighted Ofan's split: an edge switch gives each valid uplink its share of the weights
+    (Reach.edge_weights, which the rounds reproduce exactly), an aggregation switch splits evenly."""
+    return split_rho(tree, flows, failed, weighted=True)
+
+
+def split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link], weighted: bool) -> RhoMax:
+    """The largest rho at which a per-hop split (even, or weighted Ofan's) keeps every link within capacity."""
     r = Reach(tree, failed)
     host_bytes: dict[int, int] = {}
     for f in flows:
@@ -278,7 +314,7 @@ def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> 
         if not r.reachable(src, dst):
             unreachable.append(f.fid)
             continue
-        for port, share in _even_hops(tree, r, src, dst):
+        for port, share in _split_hops(tree, r, src, dst, weighted):
             load[port.gid] = load.get(port.gid, 0.0) + share * f.size_bytes / host_bytes[f.src]
     if not load:
         return RhoMax(0.0, [], unreachable)
@@ -288,17 +324,20 @@ def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> 
     return RhoMax(rho, bottlenecks, unreachable)
 
 
-def _even_hops(tree: FatTree, r: Reach, src: Node, dst: Node) -> list[tuple[Port, float]]:
-    """The egress ports a flow from `src` to `dst` crosses under an even split at every switch, each with the
-    fraction of the flow it carries."""
+def _split_hops(tree: FatTree, r: Reach, src: Node, dst: Node, weighted: bool) -> list[tuple[Port, float]]:
+    """The egress ports a flow from `src` to `dst` crosses under a per-hop split (even at every switch, or the
+    edge switch's by weighted Ofan's weights), each with the fraction of the flow it carries."""
     e_s, e_d = tree.by_name[tree.edge_of(src.name)], tree.by_name[tree.edge_of(dst.name)]
     out = [(tree.port(src.name, e_s.name), 1.0)]
     if e_s == e_d:
         return [*out, (tree.port(e_d.name, dst.name), 1.0)]
     ups = tree.uplinks(e_s.name)
-    valid = [p for slot, p in enumerate(ups) if r.edge_mask(e_s, e_d) >> slot & 1]
-    for up1 in valid:
-        a, share = tree.by_name[up1.peer], 1.0 / len(valid)
+    weights = r.edge_weights(e_s, e_d) if weighted else [r.edge_mask(e_s, e_d) >> slot & 1 for slot in range(len(ups))]
+    total = sum(weights)
+    for slot, up1 in enumerate(ups):
+        if not weights[slot]:
+            continue
+        a, share = tree.by_name[up1.peer], weights[slot] / total
         out.append((up1, share))
         if a.pod == dst.pod:
             out.append((tree.port(a.name, e_d.name), share))

@@ -128,6 +128,42 @@ def choose_basis(w: int, candidates: int = 256) -> tuple[int, ...]:
     return best
 
 
+# -- weighted Ofan ----------------------------------------------------------------
+def wofan_rounds(weights: Sequence[int]) -> tuple[int, ...]:
+    """The rounds of eligible uplink slots for integer weights per slot (0: not used): R = the largest weight
+    over the weights' common divisor, and slot p eligible in round j when floor((j + 1) c_p / R) > floor(j c_p
+    / R), so its c_p rounds of R are spread as evenly as they can be and the largest weight is eligible in
+    every round. Equal weights (and no weight at all) give one round: Ofan's rotation over those slots."""
+    ws = [max(0, int(c)) for c in weights]
+    g = math.gcd(*ws)
+    if g == 0:
+        return ()
+    ws = [c // g for c in ws]
+    r = max(ws)
+    return tuple(sum(1 << p for p, c in enumerate(ws) if (j + 1) * c // r > j * c // r) for j in range(r))
+
+
+def wofan_eligible(value: int, w: int, rounds: Sequence[int], mask: int) -> int:
+    """The slots pointer value `value` may take (lb_wofan_eligible): its round's, within `mask`; every valid
+    slot when the rounds are one or none, or when the round names no valid slot."""
+    if len(rounds) <= 1:
+        return mask
+    e = rounds[(value // w) % len(rounds)] & mask
+    return e or mask
+
+
+def wofan_port(pointer: int, pid: int, basis: Sequence[int], mask: int, rounds: Sequence[int]) -> tuple[int, int]:
+    """Weighted Ofan's uplink for a pointer at `pointer`: the first of W values whose port (Ofan's order) its
+    round makes eligible, and how far the pointer advanced."""
+    w = len(basis)
+    port = 0
+    for t in range(w):
+        port = ofan_port(pointer + t, pid, basis)
+        if (wofan_eligible(pointer + t, w, rounds, mask) >> port) & 1:
+            return port, t + 1
+    return mask_draw(mask, w, port), w  # lb_mask_draw: only other CPUs' values in between get here
+
+
 def ofan_initial_pointers(n_keys: int, w: int, rng: random.Random) -> list[int]:
     """Initial pointer values for ids 0..2*n_keys-1: data pointers uniform in
     [0, w), small-class pointers half a rotation (floor(w/2)) after them."""
@@ -284,6 +320,7 @@ class Decision:
     memory1: int = 0  # DRILL: memory 1 (used with m = 2)
     drill: tuple[int, int] = DRILL_DEFAULT  # DRILL's (d, m)
     sampled: SampledInputs = field(default_factory=SampledInputs)  # dlb, sglb, conga
+    rounds: tuple[int, ...] = ()  # wofan: the destination key's rounds of eligible slots (() or one: Ofan's)
 
     @property
     def valid(self) -> int:
@@ -308,6 +345,11 @@ def model_ofan(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
     """Ofan and pOfan: the pointer (of the switch, its pipe or its CPU) picks the port order's next valid uplink."""
     pid = pointer_id(x.d, x.n_keys, x.cls)
     return skip_invalid(lambda i: ofan_port(i, pid, basis), x.pointer, x.valid, x.w)
+
+
+def model_wofan(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
+    """Weighted Ofan: Ofan's pointer and port order, each value's port taken only when its round names it."""
+    return wofan_port(x.pointer, pointer_id(x.d, x.n_keys, x.cls), basis, x.valid, x.rounds)
 
 
 def model_rps(x: Decision, basis: Sequence[int]) -> tuple[int, int]:
@@ -405,6 +447,7 @@ MODELS: dict[Scheme, Model] = {
     Scheme.AR: model_ar,
     Scheme.DRILL: model_drill,
     Scheme.POFAN: model_ofan,
+    Scheme.WOFAN: model_wofan,
     Scheme.HOST_ROUTED: model_host_routed,
     Scheme.CHOICE: model_choice,
     Scheme.CONGA: model_conga,

@@ -18,6 +18,7 @@ ebpf/include/lb_*.h, dispatched by ebpf/include/lb.h (docs/adding-a-scheme.md).
 | sglb  | best path quality: worse of local and the next switch's flooded quality | SGLB (Qi et al. 2025), as read here |
 | ofan  | per-destination rotation, one pointer set per switch | paper section 4.1, appendix F.2 |
 | pofan | per-destination rotation, one pointer set per pipe | paper section 5.1 |
+| wofan | per-destination rotation weighted by the paths each uplink leads to, Ofan's without failures | this testbed (docs/schemes.md) |
 | host-routed | the uplink named by the packet's path label (the switches of drb and ethereal) | - |
 
 Host schemes run in the host NICs (ebpf/include/host_lb.h, modelled in
@@ -63,6 +64,7 @@ class Scheme(enum.IntEnum):
     CONGA = 13
     DLB = 14
     SGLB = 15
+    WOFAN = 16
 
     @property
     def label(self) -> str:
@@ -133,6 +135,7 @@ TRAITS: dict[Scheme, Traits] = {
     Scheme.RR: Traits(ideal=True, arrival_order=True),  # kernel +74 to +105 %, ideal +6 to +26 % or +100 to +201 %
     Scheme.JSQ: Traits(ideal=True, arrival_order=True),  # kernel +9 to +19 %, ideal +4 to +9 % or +7 to +17 %
     Scheme.POFAN: Traits(ideal=True),
+    Scheme.WOFAN: Traits(ideal=True),  # without failures (the ideal fabric's only case) it is Ofan
     Scheme.REPS: Traits(acks="needs"),  # recycles the entropies its ACKs bring back
     Scheme.CONGA: Traits(acks="needs", timers=("dre",)),  # feeds path congestion back on the reverse traffic
     Scheme.DRB: Traits(ideal=True, acks="uses"),  # its ACKs take the small size class

@@ -22,10 +22,11 @@ import pytest
 from testbed.dataplane import switches
 from testbed.dataplane.compile import Compiled, Dims
 from testbed.dataplane.maps import CongaEntry, CongaFb, LbPort, Maps, PortQ, SkBuff, prog_test_run, prog_test_run_data
-from testbed.models import decisions, sampled
+from testbed.models import control, decisions, sampled
 from testbed.models.decisions import Decision, SampledInputs
 from testbed.models.schemes import PIPES_PER_CPU, Scheme, SchemeConfig
 from testbed.topology import FatTree, Level, Node, Port
+from traffic.workloads import WorkloadSpec, make_spec
 
 from .helpers import entry, loaded_program
 
@@ -230,6 +231,18 @@ def check_conga_hop(
     assert ip_checksum(ip) == 0  # a header whose checksum is right sums to 0xFFFF
 
 
+def wofan_rounds_case(w: int, valid: int, rng: random.Random) -> tuple[int, ...]:
+    """Weighted Ofan's rounds for one case: the control plane's from random weights over the valid uplinks
+    (equal in a fifth of the cases: one round), or, in a fifth, from weights over every uplink, as rounds
+    written before a failure the masks already know are."""
+    u = rng.random()
+    over = (1 << w) - 1 if u < 0.2 else valid
+    weights = [rng.randint(1, w) if over >> p & 1 else 0 for p in range(w)]
+    if u > 0.8:
+        weights = [1 if over >> p & 1 else 0 for p in range(w)]
+    return decisions.wofan_rounds(weights)
+
+
 def run_case(
     hs: Harness,
     config: SchemeConfig,
@@ -276,7 +289,7 @@ def _run_case(
     pointer = rng.getrandbits(40)
     if config.scheme is Scheme.RR:
         maps.rr_ptr.set(sw.nid, pointer)
-    elif config.scheme is Scheme.OFAN:
+    elif config.scheme in (Scheme.OFAN, Scheme.WOFAN):
         maps.ofan_ptr.set((sw.nid * tree.k + 0) * dims.n_ptr + pid, pointer)
     elif config.scheme is Scheme.POFAN and config.pipe_size != PIPES_PER_CPU:
         pipe = decisions.pofan_pipe(local, config.pipe_size, tree.k)
@@ -295,6 +308,8 @@ def _run_case(
     full = (1 << tree.w) - 1
     valid = mask if mask is not None else (full if rng.random() < 0.3 else rng.randrange(1, full + 1))
     maps.uplink_mask.set(sw.nid * dims.n_keys + d, valid)
+    rounds = wofan_rounds_case(tree.w, valid, rng) if config.scheme is Scheme.WOFAN else ()
+    switches.set_wofan_rounds(maps, tree, {(sw.nid, d): rounds})
     draws = (rng.getrandbits(32), rng.getrandbits(32))
     dst_edge = tree.edge_global(tree.by_name[tree.edge_of(dst.name)])
     st = set_sampled_state(hs, config, sw, ups, dst_edge, rng, tied)
@@ -330,6 +345,7 @@ def _run_case(
         mask=valid,
         level=int(sw.level),
         sampled=st.inputs,
+        rounds=rounds,
     )
     model_slot, steps = decisions.decide(x, hs.basis)
     assert (valid >> kernel_slot) & 1, "the kernel chose an invalid uplink"
@@ -337,7 +353,7 @@ def _run_case(
     # state after the decision: pointers advanced once per pointer value tried
     if config.scheme is Scheme.RR:
         assert int(entry(maps.rr_ptr, sw.nid).value) == pointer + steps
-    if config.scheme is Scheme.OFAN:
+    if config.scheme in (Scheme.OFAN, Scheme.WOFAN):
         assert int(entry(maps.ofan_ptr, (sw.nid * tree.k) * dims.n_ptr + pid).value) == pointer + steps
     if config.scheme is Scheme.DRILL:
         left = tuple(int(entry(maps.drill_mem, sw.nid * decisions.DRILL_M_MAX + j).value) for j in range(2))
@@ -369,6 +385,7 @@ DIFFERENTIAL_SCHEMES = (
     Scheme.CONGA,
     Scheme.DLB,
     Scheme.SGLB,
+    Scheme.WOFAN,
 )
 
 
@@ -731,3 +748,74 @@ def test_sglb_stale_view_is_worse_under_a_shifting_load() -> None:
         f"flood 10 s {stale:.2f}"
     )
     assert fresh < 0.3 and stale > 0.9, (fresh, stale)
+
+
+def _upward_choices(hs: Harness, frames: int, sport: int = 4791) -> list[int]:
+    """Every data frame of a 1 MB permutation through the switch program, frame n of every flow before frame
+    n + 1 of any: the uplink (egress ifindex) each edge switch, and between pods each aggregation switch,
+    takes for it."""
+    tree = hs.tree
+    flows = make_spec(WorkloadSpec("permutation", frames * 4096, 1), tree.n_hosts, tree.hosts_per_pod)
+    out = []
+    for _ in range(frames):
+        for f in flows:
+            src, dst = tree.hosts[f.src], tree.hosts[f.dst]
+            edge = tree.edge_of(src.name)
+            if edge == tree.edge_of(dst.name):
+                continue
+            ctx = SkBuff(ingress_ifindex=tree.port(edge, src.name).ifindex)
+            _, o = prog_test_run(hs.fd, packet(tree, src, dst, 1500, sport), ctx)
+            out.append(o.cb[0])
+            agg = next(p.peer for p in tree.uplinks(edge) if p.ifindex == o.cb[0])
+            if tree.by_name[agg].pod != dst.pod:
+                ctx = SkBuff(ingress_ifindex=tree.port(agg, edge).ifindex)
+                _, o = prog_test_run(hs.fd, packet(tree, src, dst, 1500, sport), ctx)
+                out.append(o.cb[0])
+    return out
+
+
+def test_wofan_without_failures_takes_ofans_uplink_on_every_packet(h: Harness) -> None:
+    """No failed link: every weight is equal, each key has one round, and weighted Ofan's choices are Ofan's
+    for the same seed, packet by packet, at every edge and aggregation switch (issue 42's first must-hold, at
+    k=4 and k=8; k=6 as well)."""
+    tree = h.tree
+    if tree.kind != "fattree" or tree.k > 8:
+        pytest.skip("a permutation's every packet at k <= 8 (the leaf-spine and k=12 take minutes)")
+    switches.program(h.maps, tree)  # every uplink valid again
+    rounds = control.routing(tree, []).rounds
+    assert all(len(r) == 1 for r in rounds.values())
+    seen = {}
+    for scheme in (Scheme.OFAN, Scheme.WOFAN):
+        switches.set_scheme(h.maps, tree, scheme, seed=5)
+        switches.set_wofan_rounds(h.maps, tree, rounds)
+        seen[scheme] = _upward_choices(h, 256)
+    assert len(seen[Scheme.OFAN]) > 256 * tree.n_hosts // 2
+    assert seen[Scheme.WOFAN] == seen[Scheme.OFAN]
+
+
+def test_wofan_splits_by_weight_after_a_failure(h: Harness) -> None:
+    """One aggregation switch of pod 1 keeps one core link of w: toward pod 1 an edge switch elsewhere gives
+    it 1 packet for every w its sibling aggregation switches each get (Reach.edge_weights), where Ofan gives
+    every valid uplink the same; no packet takes an invalid uplink."""
+    tree = h.tree
+    if tree.kind != "fattree" or tree.k > 8:
+        pytest.skip("fat trees up to k=8")
+    switches.program(h.maps, tree)
+    cut = [ln for ln in control.switch_links(tree) if ln.name.startswith("a1_0-")][1:]  # a1_0 keeps one core
+    r = control.routing(tree, cut)
+    switches.set_uplink_masks(h.maps, tree, r.masks)
+    switches.set_wofan_rounds(h.maps, tree, r.rounds)
+    switches.set_scheme(h.maps, tree, Scheme.WOFAN, seed=2)
+    sw, src = tree.by_name["e0_0"], tree.by_name["h0_0_0"]
+    dst = next(hst for hst in tree.hosts if hst.pod == 1)
+    weights = control.Reach(tree, cut).edge_weights(sw, tree.by_name[tree.edge_of(dst.name)])
+    assert weights == [1] + [tree.w] * (tree.w - 1)
+    counts: Counter[int] = Counter()
+    for _ in range(10 * sum(weights)):  # ten periods of the rotation, from wherever its pointer starts
+        ctx = SkBuff(ingress_ifindex=tree.port(sw.name, src.name).ifindex)
+        _, out = prog_test_run(h.fd, packet(tree, src, dst, 1500, 4791), ctx)
+        counts[out.cb[0]] += 1
+    ups = [p.ifindex for p in tree.uplinks(sw.name)]
+    assert {ups.index(i): n for i, n in counts.items()} == {s: 10 * c for s, c in enumerate(weights)}
+    switches.program(h.maps, tree)  # the other tests' masks
+    switches.set_wofan_rounds(h.maps, tree, control.routing(tree, []).rounds)

@@ -25,7 +25,8 @@ pytestmark = pytest.mark.root
 
 MB = 1 << 20
 ALL = [
-    SchemeConfig(s) for s in (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL, Scheme.OFAN)
+    SchemeConfig(s)
+    for s in (Scheme.ECMP, Scheme.RPS, Scheme.RR, Scheme.JSQ, Scheme.AR, Scheme.DRILL, Scheme.OFAN, Scheme.WOFAN)
 ] + [SchemeConfig(Scheme.POFAN, p) for p in (1, 2, 4, PIPES_PER_CPU)]
 
 

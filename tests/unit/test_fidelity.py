@@ -221,7 +221,7 @@ def test_an_order_dependent_scheme_is_placed_but_not_judged() -> None:
     from testbed.models.schemes import Scheme, SchemeConfig
 
     judged = {s for s in Scheme if s.traits.ideal and not envelope.not_judged(SchemeConfig(s))}
-    assert judged == {Scheme.ECMP, Scheme.RPS, Scheme.OFAN, Scheme.POFAN, Scheme.DRB}  # DRB: when a run has no ACKs
+    assert judged == {Scheme.ECMP, Scheme.RPS, Scheme.OFAN, Scheme.POFAN, Scheme.DRB, Scheme.WOFAN}  # DRB: without ACKs
     assert "placed, not judged" in envelope.not_judged(SchemeConfig(Scheme.RR))
     env = envelope.Envelope((0.10, 0.12, 0.15, 0.08, 0.11), {"edge_host": (5, 6, 4, 5, 6)})
     far = envelope.place(env, 0.90, {"edge_host": 15}, allowance=0.001)  # RR's kernel against random order

@@ -18,12 +18,12 @@
  *   pOfan, per-CPU    one set per CPU (ofan_ptr_cpu), CPUs standing in for pipes.
  * Weighted Ofan (lb_wofan_pick): Ofan's pointer and port order, in rounds of
  * W pointer values; round j = (value / W) mod R of the destination key's R
- * rounds (wofan_round) makes only its eligible uplinks takeable, so an uplink
+ * rounds (wofan_round, R <= WOFAN_ROUNDS) makes only its eligible uplinks takeable, so an uplink
  * eligible in c of the R rounds gets c packets per R rounds. The control plane
  * makes the uplink of the largest weight eligible in every round, so W tries
  * always find one; a round with no valid eligible uplink (a failure the rounds
- * do not know yet) takes every valid one. One round with every valid uplink
- * (no failure, or equal weights) is Ofan, packet for packet.
+ * do not know yet) takes every valid one. No rounds (0), or one round with
+ * every valid uplink (no failure, or equal weights), is Ofan, packet for packet.
  * Mirrored by testbed.models.decisions.ofan_port, wofan_port and pofan_pipe.
  * Concurrency: shared pointers (Ofan, pipes) take a 64-bit fetch-add, so each
  * packet gets its own pointer value even when CPUs race; per-CPU pointers are
@@ -86,10 +86,10 @@ static __always_inline __u32 lb_ofan_pick(__u32 sw, __u32 pipe, __u32 d, __u32 n
 /* The uplinks of round `value` of key (sw, d), within `mask` (every valid one for a round naming none). */
 static __always_inline __u32 lb_wofan_eligible(__u32 sw, __u32 d, __u64 value, __u32 mask)
 {
-    __u32 base = (sw * N_KEYS + d) * W;
+    __u32 base = (sw * N_KEYS + d) * WOFAN_ROUNDS;
     __u64 *first = wofan_round.lookup(&base);
     __u32 rounds = first ? (__u32)(*first >> 32) : 0;
-    if (rounds <= 1 || rounds > W)
+    if (rounds == 0 || rounds > WOFAN_ROUNDS)
         return mask;
     __u32 key = base + (__u32)((value / W) % rounds);
     __u64 *r = wofan_round.lookup(&key);

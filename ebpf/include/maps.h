@@ -30,11 +30,11 @@ BPF_HASH(dst_info, __u32, struct dst_info, N_HOSTS);
 /* (switch id * K + pipe) * N_PTR + pointer id => Ofan/pOfan rotation pointer
  * (fetch-add counter). Ofan uses pipe 0 only; pOfan one pointer set per pipe. */
 BPF_ARRAY(ofan_ptr, __u64, N_SWITCHES * K * N_PTR);
-/* (switch id * N_KEYS + destination key) * W + round => weighted Ofan's round: the uplink slots eligible
+/* (switch id * N_KEYS + destination key) * WOFAN_ROUNDS + round => weighted Ofan's round: the uplink slots eligible
  * in that round (low 32 bits) and the number of rounds (high 32 bits, the same in each of the key's
- * entries; 0: one round, every valid uplink eligible, i.e. Ofan). Written by
+ * entries; 0: no rounds, every valid uplink eligible, i.e. Ofan). Written by
  * testbed.dataplane.switches.set_wofan_rounds from testbed.models.control.routing. */
-BPF_ARRAY(wofan_round, __u64, N_SWITCHES * N_KEYS * W);
+BPF_ARRAY(wofan_round, __u64, N_SWITCHES * N_KEYS * WOFAN_ROUNDS);
 /* switch id * N_PTR + pointer id => pOfan pointer, one copy per CPU (no atomics) */
 BPF_PERCPU_ARRAY(ofan_ptr_cpu, __u64, N_SWITCHES * N_PTR);
 /* switch id => Simple RR pointer shared by all destinations (fetch-add counter) */

@@ -3,7 +3,8 @@
  * Contract: SCHEME_<NAME> is testbed.models.schemes.Scheme.<NAME> (the switch
  * schemes, in switch_cfg.scheme); HOST_LB_<NAME> is Scheme.<NAME>.host_lb (the
  * host schemes, in run_cfg.host_lb; HOST_LB_NONE: none); PIPES_PER_CPU is
- * testbed.models.schemes.PIPES_PER_CPU; AR_LEVELS is the number of
+ * testbed.models.schemes.PIPES_PER_CPU; WOFAN_ROUNDS is
+ * testbed.models.decisions.WOFAN_ROUNDS; AR_LEVELS is the number of
  * testbed.models.decisions.AR_PERCENTS. Checked by testbed/dataplane/contract.py
  * when the program is loaded and by tests/unit/test_header_contract.py. Adding a
  * scheme: docs/adding-a-scheme.md.
@@ -35,5 +36,7 @@
 
 /* switch_cfg.pipe_size value for pOfan with per-CPU pointers */
 #define PIPES_PER_CPU 0
+/* Weighted Ofan: the most rounds a destination key's rotation has (wofan_round entries per key) */
+#define WOFAN_ROUNDS 16
 /* Adaptive routing quantisation levels (thresholds in ar_thresh) */
 #define AR_LEVELS 3

@@ -533,6 +533,46 @@ def prepare_sweep(m: Any, out: str | Path, cluster: str | None = None) -> Any:
         return d
 
 
+def rates(
+    *,
+    failures: float | Sequence[float] = (0.05, 0.1),
+    seeds: int | str | Sequence[int] = "1-10",
+    k: int = 12,
+    topology: str = "fattree",
+    inter_pod: bool = False,
+) -> list[dict[str, Any]]:
+    """The rate each split of a sweep's failure set sustains (`testbed rates`), from the control plane alone:
+    per failure probability and seed (the failure set and permutation a sweep's cell with them draws), the
+    highest host rate at which every link stays within capacity under the paper's LP (rho_max), Ofan's even
+    split and weighted Ofan's split (testbed.models.control)."""
+    from ..models import control
+    from ..run.sweep import failure_set
+
+    with _errors():
+        ps = (failures,) if isinstance(failures, float | int) else tuple(failures)
+        if not ps or any(not 0 < p < 1 for p in ps):
+            raise RunError(f"failure probabilities must be in (0, 1), got {list(ps)}")
+        tree = FatTree(k, "rates", topology)
+        out = []
+        for p in ps:
+            for seed in _seeds(seeds):
+                failed = failure_set(tree, float(p), seed)
+                flows = make_spec(
+                    WorkloadSpec("permutation", 1 << 20, seed, inter_pod=inter_pod), tree.n_hosts, tree.hosts_per_pod
+                )
+                out.append(
+                    {
+                        "failures": float(p),
+                        "seed": seed,
+                        "failed_links": len(failed),
+                        "rho_max": control.rho_max(tree, flows, failed).rho,
+                        "rho_even": control.even_split_rho(tree, flows, failed).rho,
+                        "rho_weighted": control.weighted_split_rho(tree, flows, failed).rho,
+                    }
+                )
+        return out
+
+
 def ideal(
     schemes: str | Sequence[str] = "ecmp,rps,ofan,pofan:4",
     *,

@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[Callable[[Any], None], Callable[[argparse.Namespace], 
     "plot": (run_cmds.add_plot, run_cmds.cmd_plot),
     "demo": (sweep_cmds.add_demo, sweep_cmds.cmd_demo),
     "ideal": (run_cmds.add_ideal, run_cmds.cmd_ideal),
+    "rates": (run_cmds.add_rates, run_cmds.cmd_rates),
     "export": (export_cmds.add_export, export_cmds.cmd_export),
 }
 

@@ -76,6 +76,17 @@ def int_list(text: str) -> tuple[int, ...]:
         raise argparse.ArgumentTypeError(str(e)) from None
 
 
+def probabilities(text: str) -> tuple[float, ...]:
+    """Comma-separated probabilities, each in (0, 1)."""
+    try:
+        ps = tuple(float(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not ps or any(not 0 < p < 1 for p in ps):
+        raise argparse.ArgumentTypeError(f"each probability must be in (0, 1), got {text!r}")
+    return ps
+
+
 def scheme(text: str) -> Scheme:
     try:
         return Scheme.parse(text)

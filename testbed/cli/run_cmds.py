@@ -169,6 +169,40 @@ def cmd_plot(a: argparse.Namespace) -> int:
 IDEAL_WORKLOADS = ("permutation", "ring", "stride", "cm")
 
 
+def add_rates(sub: Any) -> None:
+    sp = sub.add_parser(
+        "rates",
+        help="per failure set, the host rate the LP's split, Ofan's even split and weighted Ofan's sustain (no root)",
+    )
+    sp.add_argument(
+        "--failures",
+        type=args.probabilities,
+        default=(0.05, 0.1),
+        help="comma-separated link failure probabilities, each in (0, 1) (default 0.05,0.1)",
+    )
+    sp.add_argument("--seeds", type=args.seeds, default=tuple(range(1, 11)), help=args.SEEDS_HELP + " (default 1-10)")
+    sp.add_argument("--k", type=args.k_value, default=12, help="fat-tree k (default 12)")
+    sp.add_argument("--inter-pod", action="store_true", help="the permutation's every flow crosses pods")
+    sp.add_argument("--json", action="store_true", help="one JSON object per line instead of the table")
+    args.add_topology(sp)
+
+
+def cmd_rates(a: argparse.Namespace) -> int:
+    rows = api.rates(failures=a.failures, seeds=a.seeds, k=a.k, topology=a.topology or "fattree", inter_pod=a.inter_pod)
+    if a.json:
+        for r in rows:
+            print(json.dumps(r))
+        return 0
+    args.console().print(
+        tables.rates_table(
+            rows,
+            f"rates that keep every link within capacity: {a.topology or 'fattree'} k={a.k}, a 1 MB "
+            f"{'inter-pod ' if a.inter_pod else ''}permutation, the failure sets of a sweep's cells",
+        )
+    )
+    return 0
+
+
 def add_ideal(sub: Any) -> None:
     sp = sub.add_parser(
         "ideal",

@@ -99,6 +99,33 @@ STAGE_SHORT = {
 }
 
 
+def rates_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """`testbed rates`: per failure set the three splits' rates, then each probability's range."""
+    t = Table(title=title, caption="rho: the highest host rate, a fraction of the line rate")
+    for name in ("failures", "seed", "links down", "LP (rho_max)", "even (ofan)", "weighted (wofan)"):
+        t.add_column(name, justify="right")
+    for r in rows:
+        t.add_row(
+            f"{r['failures']:g}",
+            str(r["seed"]),
+            str(r["failed_links"]),
+            *(f"{r[c]:.3f}" for c in ("rho_max", "rho_even", "rho_weighted")),
+        )
+    for p in dict.fromkeys(r["failures"] for r in rows):
+        mine = [r for r in rows if r["failures"] == p]
+        if len(mine) > 1:
+            t.add_row(
+                f"[bold]{p:g}[/]",
+                "range",
+                "",
+                *(
+                    f"{min(r[c] for r in mine):.2f}-{max(r[c] for r in mine):.2f}"
+                    for c in ("rho_max", "rho_even", "rho_weighted")
+                ),
+            )
+    return t
+
+
 def ideal_table(rows: list[dict[str, Any]], title: str) -> Table:
     """`testbed ideal`: one row per scheme and seed, then each scheme's mean; with propagation, beside the
     exact CCT increase the analytic shift's (what a kernel run reports) and their difference."""

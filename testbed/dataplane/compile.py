@@ -115,7 +115,7 @@ class Dims:
             8 * self.n_switches * self.k * self.n_ptr
             + 8 * ncpu * self.n_switches * self.n_ptr
             + 4 * self.n_switches * self.n_keys
-            + 8 * self.n_switches * self.n_keys * self.w
+            + 8 * self.n_switches * self.n_keys * decisions.WOFAN_ROUNDS
             + per_flow * self.n_flows
             + (ct.sizeof(PortQ) + ct.sizeof(LbPort) + ct.sizeof(PortInfo)) * self.n_ifindex
             + 8 * self.n_switches * self.n_hosts

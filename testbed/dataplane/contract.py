@@ -65,6 +65,7 @@ MIRRORS: dict[str, tuple[str, ...]] = {
     # schemes.h
     "HOST_LB_NONE": (f"{_SCHEME}.ECMP.host_lb",),  # a switch scheme's: none
     "PIPES_PER_CPU": ("testbed.models.schemes.PIPES_PER_CPU",),
+    "WOFAN_ROUNDS": (f"{_DEC}.WOFAN_ROUNDS",),
     "AR_LEVELS": (f"len({_DEC}.AR_PERCENTS)",),
     # wire.h
     "ROCE_UDP_PORT": (f"{_PKT}.ROCE_PORT",),

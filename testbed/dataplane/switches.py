@@ -113,14 +113,14 @@ def set_uplink_masks(maps: Maps, tree: FatTree, masks: dict[tuple[int, int], int
 
 def set_wofan_rounds(maps: Maps, tree: FatTree, rounds: dict[tuple[int, int], tuple[int, ...]]) -> None:
     """Weighted Ofan's rounds by (switch id, destination key), in one batch: round j's eligible slots in the low
-    32 bits, the number of rounds in the high 32 (lb_ofan.h); one round or none is written as 0 (Ofan's
-    rotation over the valid uplinks). The masks (set_uplink_masks) are written first, and the data plane takes
+    32 bits, the number of rounds in the high 32 (lb_ofan.h); none is written as 0 (Ofan's rotation over the
+    valid uplinks). The masks (set_uplink_masks) are written first, and the data plane takes
     a round within them, so rounds that lag a failure never name a failed uplink."""
-    nk, w = Dims.of(tree).n_keys, tree.w
+    nk = Dims.of(tree).n_keys
     entries: list[tuple[int, int]] = []
     for (sw, d), rs in rounds.items():
-        base = (sw * nk + d) * w
-        if len(rs) <= 1:
+        base = (sw * nk + d) * decisions.WOFAN_ROUNDS
+        if not rs:
             entries.append((base, 0))
         else:
             entries += [(base + j, len(rs) << 32 | m) for j, m in enumerate(rs)]

@@ -193,7 +193,9 @@ def routing(tree: FatTree, failed: Iterable[Link]) -> Routing:
             for f in edges:
                 if f != sw:
                     masks[(sw.nid, tree.edge_global(f))] = r.edge_mask(sw, f)
-                    rounds[(sw.nid, tree.edge_global(f))] = decisions.wofan_rounds(r.edge_weights(sw, f))
+                    rounds[(sw.nid, tree.edge_global(f))] = decisions.wofan_rounds(
+                        decisions.fit_weights(r.edge_weights(sw, f))
+                    )
         elif sw.level is Level.AGG:
             for pod in range(tree.pods):
                 if pod != sw.pod:
@@ -240,6 +242,39 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
     of its host's bytes), split arbitrarily over its valid shortest paths,
     with no directed link above its capacity (paper section 2.2). Solved with
     scipy's HiGHS."""
+    return _lp(tree, flows, failed)[0]
+
+
+def lp_rounds(
+    tree: FatTree, flows: list[Flow], failed: Iterable[Link]
+) -> tuple[RhoMax, dict[tuple[int, int], tuple[int, ...]]]:
+    """rho_max, and weighted Ofan's rounds that follow the LP's optimal split: per LB switch and destination key
+    (destination edge at an edge switch, destination pod at an aggregation switch), each uplink's weight is the
+    LP's traffic on it toward that key, scaled to at most WOFAN_ROUNDS and rounded (decisions.wofan_weights).
+    Splitting every key's traffic in these proportions at every hop loads each link as the LP does, since a
+    key's traffic reaching a switch is what the LP sends there; the rounding is the only loss. Keys the LP
+    sends nothing toward keep Routing's path-count rounds."""
+    best, cols, x = _lp(tree, flows, failed)
+    load: dict[tuple[int, int], list[float]] = {}
+    by_name = tree.by_name
+    for (i, path), rate in zip(cols, x, strict=True):
+        if rate <= 0:
+            continue
+        dst = tree.hosts[flows[i].dst]
+        for port in path:
+            sw = by_name[port.node]
+            if sw.level not in (Level.EDGE, Level.AGG) or by_name[port.peer].level <= sw.level:
+                continue  # only upward choices are load balanced
+            key = tree.edge_global(by_name[tree.edge_of(dst.name)]) if sw.level is Level.EDGE else dst.pod
+            slots = load.setdefault((sw.nid, key), [0.0] * tree.w)
+            slots[tree.uplinks(sw.name).index(port)] += rate
+    return best, {k: decisions.wofan_rounds(decisions.wofan_weights(v)) for k, v in load.items()}
+
+
+def _lp(
+    tree: FatTree, flows: list[Flow], failed: Iterable[Link]
+) -> tuple[RhoMax, list[tuple[int, list[Port]]], list[float]]:
+    """The LP of rho_max: its result, its columns (flow index, path) and their optimal rates."""
     from scipy.optimize import linprog
 
     r = Reach(tree, failed)
@@ -254,7 +289,7 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
             unreachable.append(f.fid)
         cols += [(i, p) for p in ps]
     if not cols:
-        return RhoMax(0.0, [], unreachable)
+        return RhoMax(0.0, [], unreachable), [], []
     n = len(cols) + 1  # path rates, then rho (last)
     reachable_flows = sorted({i for i, _ in cols})
     a_eq, b_eq = [], []
@@ -282,7 +317,7 @@ def rho_max(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
     rho = float(res.x[-1])
     marg = res.ineqlin.marginals
     bottlenecks = [tree.ports[g].label for g, m in zip(gids, marg, strict=False) if m < -1e-9]
-    return RhoMax(rho, bottlenecks, unreachable)
+    return RhoMax(rho, bottlenecks, unreachable), cols, [float(v) for v in res.x[:-1]]
 
 
 def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
@@ -292,17 +327,25 @@ def even_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> 
     rho x line rate x its share of its host's bytes, as in `rho_max`; an edge switch splits it evenly over
     the uplinks valid for its destination edge, an aggregation switch over the core links valid for its
     destination pod. Never above `rho_max`, the best split's."""
-    return split_rho(tree, flows, failed, weighted=False)
+    return split_rho(tree, flows, failed, None)
 
 
-def weighted_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link]) -> RhoMax:
-    """The same for weighted Ofan's split: an edge switch gives each valid uplink its share of the weights
-    (Reach.edge_weights, which the rounds reproduce exactly), an aggregation switch splits evenly."""
-    return split_rho(tree, flows, failed, weighted=True)
+def weighted_split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link], lp: bool = True) -> RhoMax:
+    """The same for weighted Ofan's split: each switch gives each valid uplink the share its rounds give it
+    (exactly its weight's), the rounds of lp_rounds (the LP's split, rounded; `lp`) where the LP sends
+    traffic, else Routing's (path counts)."""
+    failed = list(failed)
+    rounds = dict(routing(tree, failed).rounds)
+    if lp:
+        rounds |= lp_rounds(tree, flows, failed)[1]
+    return split_rho(tree, flows, failed, rounds)
 
 
-def split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link], weighted: bool) -> RhoMax:
-    """The largest rho at which a per-hop split (even, or weighted Ofan's) keeps every link within capacity."""
+def split_rho(
+    tree: FatTree, flows: list[Flow], failed: Iterable[Link], rounds: dict[tuple[int, int], tuple[int, ...]] | None
+) -> RhoMax:
+    """The largest rho at which a per-hop split keeps every link within capacity: even over the valid uplinks
+    (`rounds` None), or each key's uplinks in proportion to the rounds they are eligible in."""
     r = Reach(tree, failed)
     host_bytes: dict[int, int] = {}
     for f in flows:
@@ -314,7 +357,7 @@ def split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link], weighted
         if not r.reachable(src, dst):
             unreachable.append(f.fid)
             continue
-        for port, share in _split_hops(tree, r, src, dst, weighted):
+        for port, share in _split_hops(tree, r, src, dst, rounds):
             load[port.gid] = load.get(port.gid, 0.0) + share * f.size_bytes / host_bytes[f.src]
     if not load:
         return RhoMax(0.0, [], unreachable)
@@ -324,28 +367,46 @@ def split_rho(tree: FatTree, flows: list[Flow], failed: Iterable[Link], weighted
     return RhoMax(rho, bottlenecks, unreachable)
 
 
-def _split_hops(tree: FatTree, r: Reach, src: Node, dst: Node, weighted: bool) -> list[tuple[Port, float]]:
-    """The egress ports a flow from `src` to `dst` crosses under a per-hop split (even at every switch, or the
-    edge switch's by weighted Ofan's weights), each with the fraction of the flow it carries."""
+def _shares(mask: int, w: int, rounds: tuple[int, ...] | None) -> list[float]:
+    """Each uplink slot's share of a key's traffic: even over `mask`, or as often as the rounds make it
+    eligible within `mask` (a round with none valid: every valid one, as the switch does)."""
+    if not rounds:
+        counts = [float(mask >> p & 1) for p in range(w)]
+    else:
+        counts = [0.0] * w
+        for m in rounds:
+            e = (m & mask) or mask
+            for p in range(w):
+                counts[p] += e >> p & 1
+    total = sum(counts)
+    return [c / total for c in counts] if total else counts
+
+
+def _split_hops(
+    tree: FatTree, r: Reach, src: Node, dst: Node, rounds: dict[tuple[int, int], tuple[int, ...]] | None
+) -> list[tuple[Port, float]]:
+    """The egress ports a flow from `src` to `dst` crosses under a per-hop split (even, or by `rounds` per
+    switch and destination key), each with the fraction of the flow it carries."""
     e_s, e_d = tree.by_name[tree.edge_of(src.name)], tree.by_name[tree.edge_of(dst.name)]
     out = [(tree.port(src.name, e_s.name), 1.0)]
     if e_s == e_d:
         return [*out, (tree.port(e_d.name, dst.name), 1.0)]
+    key = tree.edge_global(e_d)
     ups = tree.uplinks(e_s.name)
-    weights = r.edge_weights(e_s, e_d) if weighted else [r.edge_mask(e_s, e_d) >> slot & 1 for slot in range(len(ups))]
-    total = sum(weights)
+    first = _shares(r.edge_mask(e_s, e_d), tree.w, None if rounds is None else rounds.get((e_s.nid, key)))
     for slot, up1 in enumerate(ups):
-        if not weights[slot]:
+        if not first[slot]:
             continue
-        a, share = tree.by_name[up1.peer], weights[slot] / total
+        a, share = tree.by_name[up1.peer], first[slot]
         out.append((up1, share))
         if a.pod == dst.pod:
             out.append((tree.port(a.name, e_d.name), share))
             continue
-        cores = [p for slot, p in enumerate(tree.uplinks(a.name)) if r.agg_mask(a, dst.pod) >> slot & 1]
+        second = _shares(r.agg_mask(a, dst.pod), tree.w, None if rounds is None else rounds.get((a.nid, dst.pod)))
         a2 = r.agg(dst.pod, a.index)
-        for up2 in cores:
-            out += [(up2, share / len(cores)), (tree.port(up2.peer, a2), share / len(cores))]
+        for s2, up2 in enumerate(tree.uplinks(a.name)):
+            if second[s2]:
+                out += [(up2, share * second[s2]), (tree.port(up2.peer, a2), share * second[s2])]
         out.append((tree.port(a2, e_d.name), share))
     out.append((tree.port(e_d.name, dst.name), 1.0))
     return out

@@ -129,24 +129,53 @@ def choose_basis(w: int, candidates: int = 256) -> tuple[int, ...]:
 
 
 # -- weighted Ofan ----------------------------------------------------------------
+WOFAN_ROUNDS = 16  # the most rounds a key's rotation has (schemes.h WOFAN_ROUNDS): weights up to 16
+
+
+def wofan_weights(shares: Sequence[float], rounds: int = WOFAN_ROUNDS) -> list[int]:
+    """Integer weights for fractional shares of a destination's traffic per slot: for each R up to `rounds`
+    the largest share gets R and each other its share scaled alike, rounded to the nearest integer; the R whose
+    weights' shares are nearest the given ones (the largest difference; the smallest R on a tie). A share below
+    half a round's worth is dropped; what the rounding costs is what `control.split_rho` reports."""
+    total = sum(shares)
+    top = max(shares, default=0.0)
+    if top <= 0 or total <= 0:
+        return [0] * len(shares)
+    best: tuple[float, list[int]] | None = None
+    for r in range(1, rounds + 1):
+        ws = [round(s / top * r) for s in shares]
+        err = max(abs(c / sum(ws) - s / total) for c, s in zip(ws, shares, strict=True))
+        if best is None or err < best[0] - 1e-12:
+            best = (err, ws)
+    assert best is not None
+    return best[1]
+
+
+def fit_weights(weights: Sequence[int]) -> list[int]:
+    """Integer weights as the rounds can hold them: unchanged up to WOFAN_ROUNDS, else scaled (wofan_weights)."""
+    return list(weights) if max(weights, default=0) <= WOFAN_ROUNDS else wofan_weights([float(c) for c in weights])
+
+
 def wofan_rounds(weights: Sequence[int]) -> tuple[int, ...]:
     """The rounds of eligible uplink slots for integer weights per slot (0: not used): R = the largest weight
     over the weights' common divisor, and slot p eligible in round j when floor((j + 1) c_p / R) > floor(j c_p
     / R), so its c_p rounds of R are spread as evenly as they can be and the largest weight is eligible in
-    every round. Equal weights (and no weight at all) give one round: Ofan's rotation over those slots."""
+    every round. Equal weights give one round naming those slots (Ofan's rotation over them), none none."""
     ws = [max(0, int(c)) for c in weights]
     g = math.gcd(*ws)
     if g == 0:
         return ()
     ws = [c // g for c in ws]
     r = max(ws)
+    if r > WOFAN_ROUNDS:
+        raise SchemeError(f"weighted Ofan takes weights up to {WOFAN_ROUNDS} over their common divisor, got {ws}")
     return tuple(sum(1 << p for p, c in enumerate(ws) if (j + 1) * c // r > j * c // r) for j in range(r))
 
 
 def wofan_eligible(value: int, w: int, rounds: Sequence[int], mask: int) -> int:
     """The slots pointer value `value` may take (lb_wofan_eligible): its round's, within `mask`; every valid
-    slot when the rounds are one or none, or when the round names no valid slot."""
-    if len(rounds) <= 1:
+    slot when there are no rounds, or when the round names no valid slot."""
+    if not rounds:
         return mask
     e = rounds[(value // w) % len(rounds)] & mask
     return e or mask

@@ -10,12 +10,13 @@ packet (and ACK) is delivered or the fabric is drained, and returns a
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,7 +56,7 @@ from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outsi
 from ..measure import transport as tmeasure
 from ..models import control, ideal, sampled
 from ..models.schemes import Scheme, SchemeConfig, select_switches
-from ..topology import FatTree, Node, Stage
+from ..topology import FatTree, Link, Node, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
 from .options import record
@@ -117,7 +118,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     )
     if out_dir is not None:
         plan = replace(plan, run_dir=results.RunDir(out_dir, _manifest(plan, started_at, lb_settings)))
-    return _measure_run(plan)
+    with _lp_weights(fab, checked.flows, configs):
+        return _measure_run(plan)
 
 
 @dataclass(frozen=True)
@@ -165,7 +167,9 @@ def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[
     if p.pace == "load":
         return host_rate_bps(fab.spec.rate_bps, p.load), {"paced": False}
     failed_now = faults.current_failed(fab.tree)
-    best, even = control.rho_max(fab.tree, flows, failed_now), control.even_split_rho(fab.tree, flows, failed_now)
+    best, lp = control.lp_rounds(fab.tree, flows, failed_now)
+    even = control.even_split_rho(fab.tree, flows, failed_now)
+    weighted = control.split_rho(fab.tree, flows, failed_now, wofan_rounds(fab.tree, failed_now, lp))
     chosen = best if p.pace == "rho_max" else even
     if chosen.rho <= 0:
         raise RunError(f"{p.pace} is 0: no flow of this workload can be carried over the links that are up")
@@ -174,11 +178,38 @@ def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[
         "paced_at": p.pace,
         "rho_max": best.rho,
         "rho_even": even.rho,
+        "rho_weighted": weighted.rho,
         "bottlenecks": chosen.bottlenecks,
         "unreachable_flows": best.unreachable_flows,
         "failed_links": [ln.name for ln in failed_now],
     }
     return host_rate_bps(fab.spec.rate_bps, min(p.load, chosen.rho)), rho
+
+
+def wofan_rounds(
+    tree: FatTree, failed: list[Link], lp: dict[tuple[int, int], tuple[int, ...]]
+) -> dict[tuple[int, int], tuple[int, ...]]:
+    """Weighted Ofan's rounds for a run that knows its traffic: the LP's split where it sends traffic, the
+    control plane's path counts elsewhere (docs/schemes.md)."""
+    return control.routing(tree, failed).rounds | lp
+
+
+@contextlib.contextmanager
+def _lp_weights(fab: Fabric, flows: list[Flow], configs: dict[str, SchemeConfig]) -> Iterator[bool]:
+    """With weighted Ofan on a switch and links down, its rounds follow the LP's split of this run's flows for
+    the run (the watcher, which knows no traffic, writes path counts), and the control plane's again after it,
+    so no later run inherits them. Yields whether it wrote any."""
+    maps, tree = fab.maps, fab.tree
+    assert maps is not None
+    failed = faults.current_failed(tree)
+    if not failed or all(c.scheme is not Scheme.WOFAN for c in configs.values()):
+        yield False
+        return
+    switches.set_wofan_rounds(maps, tree, wofan_rounds(tree, failed, control.lp_rounds(tree, flows, failed)[1]))
+    try:
+        yield True
+    finally:
+        switches.set_wofan_rounds(maps, tree, control.routing(tree, faults.current_failed(tree)).rounds)
 
 
 def _pace_nics(fab: Fabric, p: RunParams, pk: Packetizer, host_rate: int, fault: Fault | None) -> None:

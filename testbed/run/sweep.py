@@ -27,6 +27,7 @@ import dataclasses
 import hashlib
 import itertools
 import json
+import math
 import os
 import shutil
 import time
@@ -483,6 +484,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
         row[f"host_lb_{name}"] = int(r["host_lb"].get(name, 0))
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
     row["rho_even"] = float(r["rho_max"].get("rho_even", row["rho_max"])) if r["rho_max"].get("paced") else 1.0
+    row["rho_weighted"] = float(r["rho_max"].get("rho_weighted", math.nan)) if r["rho_max"].get("paced") else 1.0
     row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))
     t = r.get("transport") or {}
     row["cc"] = cell.cc

@@ -237,7 +237,7 @@ def wofan_rounds_case(w: int, valid: int, rng: random.Random) -> tuple[int, ...]
     written before a failure the masks already know are."""
     u = rng.random()
     over = (1 << w) - 1 if u < 0.2 else valid
-    weights = [rng.randint(1, w) if over >> p & 1 else 0 for p in range(w)]
+    weights = [rng.randint(1, decisions.WOFAN_ROUNDS) if over >> p & 1 else 0 for p in range(w)]
     if u > 0.8:
         weights = [1 if over >> p & 1 else 0 for p in range(w)]
     return decisions.wofan_rounds(weights)

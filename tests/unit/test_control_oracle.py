@@ -244,3 +244,59 @@ def test_even_split_is_never_above_the_best_split_and_fault_free_is_one() -> Non
             control.rho_max(tree, stride_flows(tree), failed),
         )
         assert 0 < even.rho <= best.rho + 1e-9, [ln.name for ln in failed]
+
+
+# Weighted Ofan's split (docs/schemes.md): an edge switch weighs each valid uplink by the valid shortest paths
+# through it. "one aggregation-core link": a0_0 keeps one of two core links, so each edge of pod 0 gives it a
+# third of its 2 rho (weights 1 and 2): a0_0's core link carries 2 x 2 rho / 3 and a0_1's two carry 2 x 4 rho
+# / 3 / 2 each, rho <= 3/4, the LP's best split (the even split's 1/2 above).
+WEIGHTED_CASES = {"one aggregation-core link": (["a0_0-c0_0"], 0.75), "one edge-aggregation link": (["e0_0-a0_0"], 0.5)}
+
+
+@pytest.mark.parametrize("case", list(WEIGHTED_CASES))
+def test_weighted_split_hand_cases(case: str) -> None:
+    tree = FatTree(4)
+    names, want = WEIGHTED_CASES[case]
+    failed = [control.parse_link(tree, n) for n in names]
+    assert control.weighted_split_rho(tree, stride_flows(tree), failed).rho == pytest.approx(want, abs=1e-9)
+
+
+@pytest.mark.parametrize("k,kind", [(4, "fattree"), (6, "fattree"), (8, "leafspine")])
+def test_wofan_weights_count_the_valid_paths_through_each_uplink(k: int, kind: str) -> None:
+    """Reach.edge_weights against the brute-force enumeration: an uplink of an edge switch weighs the valid
+    shortest paths to a host under the destination edge whose first hop it is (0 for an invalid uplink)."""
+    tree = FatTree(k, kind=kind)
+    edges = [s for s in tree.switches if s.level is Level.EDGE]
+    for failed in failure_sets(tree, 3, seed=10 + k):
+        g, r = Graph(tree, failed), control.Reach(tree, links_named(tree, failed))
+        for sw in edges[:3]:
+            ups = [p.peer for p in tree.uplinks(sw.name)]
+            for f in edges:
+                host = next((h for h in tree.hosts if tree.edge_of(h.name) == f.name), None)
+                if f == sw or host is None:
+                    continue
+                paths = g.paths(sw.name, host.name) if host.name in g.dist(sw.name) else []
+                want = [sum(1 for p in paths if p[1] == peer) for peer in ups]
+                assert r.edge_weights(sw, f) == want, (sorted(failed), sw.name, f.name)
+
+
+def test_weighted_split_lies_between_the_even_and_the_best() -> None:
+    """Over random failure sets at k=4 and k=6: even <= weighted <= the LP's, all 1 without a failure."""
+    for k in (4, 6):
+        tree = FatTree(k)
+        flows = stride_flows(tree)
+        assert control.weighted_split_rho(tree, flows, []).rho == pytest.approx(1.0)
+        rng = random.Random(k)
+        links = control.switch_links(tree)
+        better = 0
+        for _ in range(20):
+            failed = rng.sample(links, rng.randint(1, 4))
+            if control.unreachable_pairs(tree, failed):
+                continue
+            even, weighted, best = (
+                f(tree, flows, failed).rho
+                for f in (control.even_split_rho, control.weighted_split_rho, control.rho_max)
+            )
+            assert even - 1e-9 <= weighted <= best + 1e-9, [ln.name for ln in failed]
+            better += weighted > even + 1e-9
+        assert better > 0  # the weights do something

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import os
 import random
 import subprocess
@@ -126,3 +128,51 @@ def test_ofan_skips_invalid_uplinks_and_keeps_one_packet_per_round(w: int) -> No
                 ptr += steps
             for r in range(3):
                 assert sorted(seen[r * len(valid) : (r + 1) * len(valid)]) == valid
+
+
+def test_wofan_rounds_give_each_slot_its_weight_spread_evenly() -> None:
+    """Over R rounds slot p is eligible in c_p (over the weights' common divisor) of them, the largest weight in
+    every one, consecutive ones at most ceil(R / c_p) apart; equal weights give one round, none none."""
+    rng = random.Random(3)
+    for _ in range(300):
+        w = rng.randint(2, 32)
+        weights = [rng.choice((0, rng.randint(1, decisions.WOFAN_ROUNDS))) for _ in range(w)]
+        rounds = decisions.wofan_rounds(weights)
+        if not any(weights):
+            assert rounds == ()
+            continue
+        g = math.gcd(*weights)
+        top = max(weights) // g
+        assert len(rounds) == top
+        for p, c in enumerate(weights):
+            js = [j for j, m in enumerate(rounds) if m >> p & 1]
+            assert len(js) == c // g
+            if c // g > 1:  # evenly spread: consecutive eligible rounds at most ceil(R / c) apart
+                gaps = [b - a for a, b in itertools.pairwise(js)] + [js[0] + top - js[-1]]
+                assert max(gaps) <= -(-top // (c // g)), (weights, p, js)
+    assert decisions.wofan_rounds([3, 3, 0, 3]) == (0b1011,)
+    assert decisions.wofan_rounds([1, 2]) == (0b10, 0b11)
+
+
+def test_wofan_takes_exactly_its_weights_and_ofans_ports_with_one_round() -> None:
+    """A pointer walked through many decisions: each slot's packets in proportion to its weight over whole
+    periods; with one round naming every valid slot (or none) every decision is Ofan's; one round naming
+    fewer slots takes only those; weights beyond WOFAN_ROUNDS are refused, and fit_weights scales them."""
+    basis = decisions.choose_basis(4)
+    weights = [1, 4, 0, 2]
+    rounds = decisions.wofan_rounds(weights)
+    counts = [0] * 4
+    ptr = 12345
+    for _ in range(7 * 10):  # ten periods of 7 packets
+        port, adv = decisions.wofan_port(ptr, 5, basis, 0b1011, rounds)
+        counts[port] += 1
+        ptr += adv
+    assert counts == [10, 40, 0, 20]
+    for start in range(40):
+        for mask in (0b1111, 0b1010, 0b0001):
+            assert decisions.wofan_port(start, 3, basis, mask, (mask,)) == decisions.skip_invalid(
+                lambda i: decisions.ofan_port(i, 3, basis), start, mask, 4
+            )
+            assert decisions.wofan_port(start, 3, basis, mask, ()) == decisions.wofan_port(
+                start, 3, basis, mask, (mask,)
+            )

@@ -91,6 +91,7 @@ def program(maps: Maps, tree: FatTree) -> None:
     full = (1 << tree.w) - 1
     set_uplink_masks(maps, tree, {(sw.nid, d): full for sw in lb_switches(tree) for d in range(n_keys(tree, sw.level))})
     set_host_paths(maps, tree, control.host_paths(tree, control.Reach(tree, [])))
+    set_wofan_rounds(maps, tree, control.routing(tree, []).rounds)  # one round per key: Ofan's rotation
 
 
 def host_routable(tree: FatTree) -> bool:

@@ -16,7 +16,7 @@ from testbed.fabric import links, netlink, netns
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.fabric.netlink import Netlink
 from testbed.fabric.reach import all_pairs
-from testbed.models import control
+from testbed.models import control, decisions
 from testbed.models.schemes import Scheme
 from testbed.run import faults
 from testbed.run.experiment import run
@@ -49,7 +49,7 @@ def _masks_and_routes(fab: Fabric) -> tuple[dict[tuple[int, int], int], dict[tup
     return masks, routes
 
 
-@pytest.mark.parametrize("scheme", [Scheme.OFAN, Scheme.ECMP, Scheme.RPS])
+@pytest.mark.parametrize("scheme", [Scheme.OFAN, Scheme.WOFAN, Scheme.ECMP, Scheme.RPS])
 def test_agg_core_failure_during_a_run(fab: Fabric, scheme: Scheme, tmp_path: Path) -> None:
     tl = tmp_path / "timeline.json"
     tl.write_text(json.dumps([{"at": "300ms", "fail": "c0_0-a0_0"}]))
@@ -80,6 +80,19 @@ def test_agg_core_failure_during_a_run(fab: Fabric, scheme: Scheme, tmp_path: Pa
     masks, routes = _masks_and_routes(fab)
     fresh = control.routing(fab.tree, [])
     assert masks == fresh.masks and routes == fresh.downlinks  # healed: everything valid again
+    assert _wofan_round_counts(fab) == {key: len(rs) for key, rs in fresh.rounds.items()}  # and the rounds too
+
+
+def _wofan_round_counts(fab: Fabric) -> dict[tuple[int, int], int]:
+    """Each key's number of weighted-Ofan rounds as the map holds it (lb_ofan.h: the high 32 bits)."""
+    tree, maps = fab.tree, fab.maps
+    assert maps is not None
+    nk = Dims.of(tree).n_keys
+    fresh = control.routing(tree, [])
+    return {
+        key: int(entry(maps.wofan_round, (key[0] * nk + key[1]) * decisions.WOFAN_ROUNDS).value) >> 32
+        for key in fresh.rounds
+    }
 
 
 def _partition_free_seed(tree: FatTree, p: float) -> int:
@@ -90,12 +103,15 @@ def _partition_free_seed(tree: FatTree, p: float) -> int:
     raise AssertionError("no partition-free draw")
 
 
-def test_random_failures_paced_at_rho_max() -> None:
+@pytest.mark.parametrize("scheme", ["ofan", "wofan"])
+def test_random_failures_paced_at_rho_max(scheme: str) -> None:
+    """`testbed fail --random` on a fabric that is up, then a run at rho_max: every packet delivered, both
+    readings of rho_max reported, and no packet sent up a failed link (weighted Ofan with its LP rounds too)."""
     p = "tr2"
     tree = FatTree(4, p)
     seed = _partition_free_seed(tree, 0.1)
     try:
-        assert cli("up", "--k", "4", "--scheme", "ofan", "--prefix", p).returncode == 0
+        assert cli("up", "--k", "4", "--scheme", scheme, "--prefix", p).returncode == 0
         f = cli("fail", "--random", "0.1", "--seed", str(seed), "--json", "--prefix", p)
         assert f.returncode == 0, f.stderr
         ev = json.loads(f.stdout)
@@ -128,6 +144,11 @@ def test_random_failures_paced_at_rho_max() -> None:
         )
         assert res["cct_increase_fault_free"] >= 1 / rho["rho_max"] - 1 - 0.02
         assert rho["paced_at"] == "rho_max" and 0 < rho["rho_even"] <= rho["rho_max"]  # both readings reported
+        assert rho["rho_even"] - 1e-9 <= rho["rho_weighted"] <= rho["rho_max"] + 1e-9
+        for name in ev["failed"]:  # the upward end of each failed link carried nothing in the run
+            lower, upper = sorted(name.split("-"), key=lambda n: tree.by_name[n].level)
+            slot = [q.peer for q in tree.uplinks(lower)].index(upper)
+            assert res["switches"][lower]["uplink_pkts"][slot] == 0, (name, res["switches"][lower])
         print(
             f"P=0.1 seed {seed}: failed {ev['failed']}, rho_max {rho['rho_max']:.3f} "
             f"(bottlenecks {rho['bottlenecks']}), CCT increase over the fault-free bound "

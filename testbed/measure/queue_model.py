@@ -39,8 +39,13 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Mapping, Sequence
 
 import numpy as np
+
+from traffic.workloads import Flow
+
+from ..topology import FatTree, Level
 
 MODEL_DRAWS = 2000
 STAGES = ("edge_agg", "agg_core", "core_agg", "agg_edge", "edge_host")
@@ -131,3 +136,45 @@ def modelled_increase(payload: float, header_bytes: float, alpha_pkts: float, me
     P the payload, H the header bytes per packet, alpha packets of queueing."""
     frame = payload + header_bytes
     return (message_bytes * frame / payload + alpha_pkts * frame) / message_bytes - 1
+
+
+# -- weighted Ofan's edge-uplink bound under failures ------------------------------------------------
+def wofan_edge_bounds(
+    tree: FatTree,
+    flows: Sequence[Flow],
+    rounds: Mapping[tuple[int, int], tuple[int, ...]],
+    masks: Mapping[tuple[int, int], int],
+    rho: float,
+    burst: float = 2.0,
+) -> dict[str, tuple[float, float]]:
+    """Per edge uplink (port label): (the largest queue weighted Ofan can build there, the port's load), the
+    generalisation of App. F.4's w + 1 (docs/schemes.md). Key d's pointer is shared by the f_d flows from the
+    edge switch's hosts to edge d, each sending at most rho (t - s) / T + `burst` packets in any (s, t] (its NIC's
+    bucket); its rounds give uplink p c_p of every C_d = sum_p c_p of its packets, so in any window of n of them
+    p gets at most (n / C_d + 1) c_p. Summed over keys, p receives at most load_p (t - s) / T + sum_d c_p (1 +
+    burst f_d / C_d) packets, load_p = sum_d f_d rho c_p / C_d; when load_p <= 1 its queue never exceeds
+    1 + sum_d c_p (1 + burst f_d / C_d), whatever the message. Without failures (one round, c_p = 1, C_d = w)
+    that is 1 + sum_d (1 + burst f_d / w), at most w + 1 + burst for w flows: F.4's w + 1 plus the NIC bursts and
+    one packet per key that F.4's strictly periodic flows do not need."""
+    out: dict[str, tuple[float, float]] = {}
+    for e in (n for n in tree.switches if n.level is Level.EDGE):
+        f: dict[int, int] = {}
+        for fl in flows:
+            src, dst = tree.hosts[fl.src], tree.hosts[fl.dst]
+            e_d = tree.by_name[tree.edge_of(dst.name)]
+            if tree.edge_of(src.name) == e.name and e_d.name != e.name:
+                f[tree.edge_global(e_d)] = f.get(tree.edge_global(e_d), 0) + 1
+        ups = tree.uplinks(e.name)
+        bound, load = [1.0] * len(ups), [0.0] * len(ups)
+        for d, fd in f.items():
+            mask = masks.get((e.nid, d), (1 << len(ups)) - 1)
+            rs = rounds.get((e.nid, d)) or (mask,)
+            c = [sum(1 for m in rs if ((m & mask) or mask) >> p & 1) for p in range(len(ups))]
+            total = sum(c)
+            for p in range(len(ups)):
+                if c[p]:
+                    bound[p] += c[p] * (1 + burst * fd / total)
+                    load[p] += fd * rho * c[p] / total
+        for p, port in enumerate(ups):
+            out[port.label] = (bound[p], load[p])
+    return out

@@ -52,11 +52,11 @@ from ..fabric.links import SETTLE_S
 from ..fabric.lock import run_lock
 from ..fabric.observe import qdisc_stats
 from ..fabric.qdisc_timers import TimerLateness
-from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, results
+from ..measure import collector, cpu_windows, envelope, fidelity, metrics, outside, provenance, queue_model, results
 from ..measure import transport as tmeasure
 from ..models import control, ideal, sampled
 from ..models.schemes import Scheme, SchemeConfig, select_switches
-from ..topology import FatTree, Link, Node, Stage
+from ..topology import FatTree, Level, Link, Node, Stage
 from ..topology.timebase import Propagation, path_links, reps_freeze_s
 from . import faults
 from .options import record
@@ -983,7 +983,41 @@ def _result(
         port_buffer_bytes=p.port_buffer(),
         transport=_transport_summary(plan, sent, got, drops, windows),
         propagation=plan.prop.describe(),
+        edge_bound=_edge_bound(plan, queues),
     )
+
+
+def _edge_bound(plan: Plan, queues: list[metrics.PortQueue]) -> dict[str, Any]:
+    """Weighted Ofan's edge-uplink bound (queue_model.wofan_edge_bounds) checked on the run: each edge uplink's
+    largest queue against its bound, for ports whose load under the run's rounds is within capacity; {} unless
+    every edge switch ran wofan, without ACKs (their small frames are not packets of a packet time) and with no
+    timeline (the rounds changed mid-run)."""
+    tree, p = plan.fab.tree, plan.p
+    edges = [sw.name for sw in tree.switches if sw.level is Level.EDGE]
+    if p.acks or plan.timeline.actions or any(plan.configs[e].scheme is not Scheme.WOFAN for e in edges):
+        return {}
+    failed = faults.current_failed(tree)
+    ctl = control.routing(tree, failed)
+    rounds = wofan_rounds(tree, failed, control.lp_rounds(tree, plan.flows, failed)[1]) if failed else ctl.rounds
+    bounds = queue_model.wofan_edge_bounds(
+        tree, plan.flows, rounds, ctl.masks, plan.host_rate / plan.fab.spec.rate_bps, burst=NIC_BUCKET_FRAMES
+    )
+    judged = [(q.max_pkts - bounds[q.port][0], q) for q in queues if q.port in bounds and bounds[q.port][1] <= 1 + 1e-9]
+    if not judged:
+        return {"ports": 0}
+    excess, tightest = max(judged, key=lambda x: x[0])
+    fullest = max((q for _, q in judged), key=lambda q: q.max_pkts)
+    return {
+        "ports": len(judged),
+        "over_capacity": sum(1 for b in bounds.values() if b[1] > 1 + 1e-9),
+        "holds": excess <= 0,
+        "largest_excess": float(excess),  # the tightest port's queue minus its bound
+        "tightest_port": tightest.port,
+        "largest_queue": fullest.max_pkts,
+        "port": fullest.port,
+        "bound": bounds[fullest.port][0],  # that port's
+        "largest_bound": max(b for b, _ in bounds.values()),
+    }
 
 
 def _write(

@@ -522,6 +522,8 @@ class Result:
     # the same over the sending window, first frame out to the senders' return (Fig. 1(a)'s utilisation; 0: none)
     utilisation_sending: float = 0.0
     sending_window: dict[str, float] = field(default_factory=dict)  # its span and lags, seconds (experiment.py)
+    # weighted Ofan without ACKs: its edge uplinks' largest queues against their bound (experiment._edge_bound)
+    edge_bound: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

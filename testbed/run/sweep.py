@@ -485,6 +485,8 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["rho_max"] = float(r["rho_max"].get("rho_max", 1.0)) if r["rho_max"].get("paced") else 1.0
     row["rho_even"] = float(r["rho_max"].get("rho_even", row["rho_max"])) if r["rho_max"].get("paced") else 1.0
     row["rho_weighted"] = float(r["rho_max"].get("rho_weighted", math.nan)) if r["rho_max"].get("paced") else 1.0
+    eb = r.get("edge_bound") or {}  # weighted Ofan's edge-uplink bound (nan: not checked)
+    row["edge_bound_excess"] = float(eb["largest_excess"]) if "largest_excess" in eb else math.nan
     row["propagation_link_pkts"] = float((r.get("propagation") or {}).get("link_pkts", 0.0))
     t = r.get("transport") or {}
     row["cc"] = cell.cc

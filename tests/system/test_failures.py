@@ -254,3 +254,24 @@ def test_pace_rho_even_paces_at_the_even_splits_rate() -> None:
     assert r.host_rate_bps == round(0.5 * r.rate_bps)
     assert r.packets_received == r.packets_sent and r.drops == 0
     assert r.queues["agg_core"]["max_pkts"] <= 8, r.queues
+
+
+def test_wofan_edge_uplinks_keep_their_bound_under_failures(tmp_path: Path) -> None:
+    """The k=4 failure set of P = 0.05, seed 1 (one aggregation switch left with one core link), a permutation
+    paced at rho_max: every edge uplink within capacity under wofan's LP rounds keeps its largest queue within
+    queue_model.wofan_edge_bounds (issue 42's third must-hold), at 256 KB and at 4 MB alike."""
+    from testbed.run.sweep import failure_set
+
+    with Fabric(FabricSpec(k=4, prefix="twb")) as fab:
+        failed = failure_set(fab.tree, 0.05, 1)
+        links.set_and_wait(fab.tree, failed, up=False)
+        try:
+            for size in (MB // 4, 4 * MB):
+                r = run(fab, RunParams("permutation", size, 1.0, Scheme.WOFAN, seed=1, pace="rho_max")).to_json()
+                eb = r["edge_bound"]
+                assert r["rho_max"]["rho_weighted"] == pytest.approx(r["rho_max"]["rho_max"])
+                assert eb["ports"] > 0 and eb["holds"], eb
+                assert r["packets_received"] == r["packets_sent"]
+                print(f"{size} B: edge uplinks' largest queue {eb['largest_queue']} against {eb['bound']:.1f}")
+        finally:
+            links.set_and_wait(fab.tree, failed, up=True)

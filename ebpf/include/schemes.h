@@ -37,6 +37,6 @@
 /* switch_cfg.pipe_size value for pOfan with per-CPU pointers */
 #define PIPES_PER_CPU 0
 /* Weighted Ofan: the most rounds a destination key's rotation has (wofan_round entries per key) */
-#define WOFAN_ROUNDS 16
+#define WOFAN_ROUNDS 64
 /* Adaptive routing quantisation levels (thresholds in ar_thresh) */
 #define AR_LEVELS 3

@@ -749,6 +749,24 @@ def c_fig9_failures(d: Data) -> Outcome:
     )
 
 
+def c_wofan_failures(d: Data) -> Outcome:
+    base, mine = d.of("fig9"), d.of("fig9w")
+    v = valid(mine)
+    ps = sorted(float(p) for p in v["cell_failure"].unique() if p > 0) if not v.empty else []
+    if not ps:
+        return no_data("fig9w with failures")
+    gaps: dict[str, Interval] = {}
+    parts = []
+    for p in ps:
+        w = stat(mine, "cct_increase_fault_free", cell_label="wofan", cell_failure=p)
+        st = {s: stat(base, "cct_increase_fault_free", cell_label=s, cell_failure=p) for s in ("ar", "reps", "ofan")}
+        if not (w.ok and all(x.ok for x in st.values())):
+            return no_data(f"fig9 and fig9w at p={p}")
+        gaps |= {f"p={p:g}: {s} - wofan": iv(diff(x, w), 100) for s, x in st.items()}
+        parts.append(f"p={p:g}: wofan {pct(w)}, " + ", ".join(f"{s} {pct(x)}" for s, x in st.items()))
+    return Outcome({"wofan_lowest": gaps}, "; ".join(parts))
+
+
 def c_fig10(d: Data) -> Outcome:
     rows = d.of("fig10")
     cct = {s: stat(rows, "cct_s", cell_label=s) for s in ("ar", "reps", "ofan", "4ofan")}

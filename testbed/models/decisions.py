@@ -129,7 +129,7 @@ def choose_basis(w: int, candidates: int = 256) -> tuple[int, ...]:
 
 
 # -- weighted Ofan ----------------------------------------------------------------
-WOFAN_ROUNDS = 16  # the most rounds a key's rotation has (schemes.h WOFAN_ROUNDS): weights up to 16
+WOFAN_ROUNDS = 64  # the most rounds a key's rotation has (schemes.h WOFAN_ROUNDS): weights up to 64
 
 
 def wofan_weights(shares: Sequence[float], rounds: int = WOFAN_ROUNDS) -> list[int]:

@@ -272,6 +272,20 @@ def fig9(ofan_at_01: float, h: float = 0.001) -> cr.Data:
     return data(fig9=rows, fig9e=even)
 
 
+def fig9w(wofan_at_01: float, h: float = 0.001) -> cr.Data:
+    """AR, REPS and Ofan at 0.2-0.3 over the fault-free bound (fig9), wofan at 0.05 at p = 0.05 and as given
+    at p = 0.1 (fig9w)."""
+    base = [
+        r
+        for p in (0.05, 0.1)
+        for s, v in (("ofan", 0.3), ("reps", 0.25), ("ar", 0.2))
+        for r in pair(s, "cct_increase_fault_free", v, 0.001, cell_failure=p)
+    ]
+    mine = pair("wofan", "cct_increase_fault_free", 0.05, 0.001, cell_failure=0.05)
+    mine += pair("wofan", "cct_increase_fault_free", wofan_at_01, h, cell_failure=0.1)
+    return data(fig9=base, fig9w=mine)
+
+
 def fig10(p4: float, h: float = 0.001) -> cr.Data:
     rows = [r for s, v in (("ar", 1.0), ("reps", 1.1), ("ofan", 0.85)) for r in pair(s, "cct_s", v, 0.001)]
     return data(fig10=rows + pair("4ofan", "cct_s", p4, h))
@@ -549,6 +563,7 @@ CASES: dict[str, Callable[[], tuple[cr.Data, cr.Data, cr.Data]]] = {  # agrees, 
     "C41": lambda: (fig13_same(0.101), fig13_same(0.15), fig13_same(0.11, 0.005)),
     "C42": lambda: (fsdp_constant(0.4), fsdp_constant(0.9), fsdp_constant(0.6, 0.01)),
     "C44": lambda: (fig7f(0.20), fig7f(0.05), fig7f(0.10, 0.01)),
+    "C45": lambda: (fig9w(0.1), fig9w(0.3), fig9w(0.2, 0.01)),
 }
 
 

@@ -176,3 +176,12 @@ def test_wofan_takes_exactly_its_weights_and_ofans_ports_with_one_round() -> Non
             assert decisions.wofan_port(start, 3, basis, mask, ()) == decisions.wofan_port(
                 start, 3, basis, mask, (mask,)
             )
+        assert decisions.wofan_port(start, 3, basis, 0b1111, (0b0100,))[0] == 2  # one round naming one slot
+    with pytest.raises(SchemeError, match=f"weights up to {decisions.WOFAN_ROUNDS}"):
+        decisions.wofan_rounds([1, decisions.WOFAN_ROUNDS + 1])
+    assert decisions.wofan_rounds(decisions.fit_weights([decisions.WOFAN_ROUNDS, 2 * decisions.WOFAN_ROUNDS])) == (
+        0b10,
+        0b11,
+    )
+    assert decisions.fit_weights([1, 3]) == [1, 3] and decisions.wofan_weights([0.25, 0.75]) == [1, 3]
+    assert decisions.wofan_weights([0.3, 0.7]) == [3, 7]

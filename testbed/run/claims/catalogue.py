@@ -173,6 +173,13 @@ DESIGNS: tuple[Design, ...] = (
         {"failures": (0.0, 0.05, 0.1), "k": (12,), "seed": (1, 2)},
     ),
     Design(
+        "fig9w",
+        "Fig. 9's failure sets and permutations under weighted Ofan, with ACKs as fig9's REPS cells make them",
+        ("wofan",),
+        {"failures": (0.0, 0.05, 0.1), "acks": True, "seed": (1, 2)},
+        {"failures": (0.0, 0.05, 0.1), "acks": True, "k": (12,), "seed": (1, 2)},
+    ),
+    Design(
         "fig9e",
         "Fig. 9's failures with hosts paced at rho_even, the other reading of rho_max",
         ("ar", "reps", "ofan"),
@@ -844,6 +851,26 @@ CLAIMS: tuple[Claim, ...] = (
         decisions=(D("freezing_costs", "REPS's CCT increase with freezing minus without", ">=", 0, PTS),),
         experiments=("fig7f",),
         check=r.c_fig7_freeze,
+    ),
+    Claim(
+        cid="C45",
+        section="Beyond the paper",
+        statement="Under random link failures, hosts paced at rho_max, weighted Ofan keeps its CCT increase below "
+        "AR's, REPS's and Ofan's (this project's own claim, docs/schemes.md).",
+        paper="- (not in the paper)",
+        rule="at every failure probability > 0, AR's, REPS's and Ofan's (fig9) minus weighted Ofan's (fig9w, the "
+        f"same failure sets, permutations and ACKs) mean CCT increase over the fault-free bound +- 2 SEM; {ALL}",
+        decisions=(
+            D(
+                "wofan_lowest",
+                "AR's, REPS's and Ofan's minus wofan's CCT increase, each failure probability",
+                ">=",
+                0,
+                PTS,
+            ),
+        ),
+        experiments=("fig9", "fig9w"),
+        check=r.c_wofan_failures,
     ),
 )
 

@@ -6,6 +6,7 @@ validation let anything through, so "no namespace appeared" is a real check.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -67,6 +68,9 @@ BAD = [
     ("ideal", "--k", "5"),
     ("ideal", "--schemes", "pofan:3"),
     ("ideal", "--schemes", "pofan:cpu"),
+    ("rates", "--failures", "1.5"),
+    ("rates", "--failures", "0.05,x"),
+    ("rates", "--k", "5"),
     ("paper", "fig4", "--no-run"),
     ("paper", "fig4", "--doc", "docs/reproduction.md"),
     ("frobnicate",),
@@ -89,3 +93,16 @@ def test_bad_input_is_one_line_and_builds_nothing(args: tuple[str, ...]) -> None
     assert _namespaces() == before
     assert not any(n.startswith(PREFIX + "-") for n in _namespaces())
     assert not os.path.exists(f"/sys/fs/bpf/{PREFIX}-maps")
+
+
+def test_rates_gives_each_splits_rate_per_failure_set() -> None:
+    """`testbed rates` (no root): per failure set of a sweep's cells, the LP's, the even split's and weighted
+    Ofan's rate; at k=4, P = 0.05, seed 1 (one aggregation switch left with one core link): 0.5, 1/3 and 0.5,
+    and no split above the LP's anywhere."""
+    r = _cli("rates", "--k", "4", "--failures", "0.05,0.1", "--seeds", "1-3", "--json")
+    assert r.returncode == 0, r.stderr
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [(x["failures"], x["seed"]) for x in rows] == [(p, s) for p in (0.05, 0.1) for s in (1, 2, 3)]
+    first = rows[0]
+    assert (first["rho_max"], first["rho_weighted"]) == (0.5, 0.5) and abs(first["rho_even"] - 1 / 3) < 1e-9
+    assert all(x["rho_even"] <= x["rho_max"] + 1e-9 and x["rho_weighted"] <= x["rho_max"] + 1e-9 for x in rows)

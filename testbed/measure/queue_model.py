@@ -45,6 +45,7 @@ import numpy as np
 
 from traffic.workloads import Flow
 
+from ..models import decisions
 from ..topology import FatTree, Level
 
 MODEL_DRAWS = 2000
@@ -168,8 +169,7 @@ def wofan_edge_bounds(
         bound, load = [1.0] * len(ups), [0.0] * len(ups)
         for d, fd in f.items():
             mask = masks.get((e.nid, d), (1 << len(ups)) - 1)
-            rs = rounds.get((e.nid, d)) or (mask,)
-            c = [sum(1 for m in rs if ((m & mask) or mask) >> p & 1) for p in range(len(ups))]
+            c = decisions.wofan_counts(rounds.get((e.nid, d), ()), mask, len(ups))
             total = sum(c)
             for p in range(len(ups)):
                 if c[p]:

@@ -370,16 +370,9 @@ def split_rho(
 def _shares(mask: int, w: int, rounds: tuple[int, ...] | None) -> list[float]:
     """Each uplink slot's share of a key's traffic: even over `mask`, or as often as the rounds make it
     eligible within `mask` (a round with none valid: every valid one, as the switch does)."""
-    if not rounds:
-        counts = [float(mask >> p & 1) for p in range(w)]
-    else:
-        counts = [0.0] * w
-        for m in rounds:
-            e = (m & mask) or mask
-            for p in range(w):
-                counts[p] += e >> p & 1
+    counts = decisions.wofan_counts(rounds or (), mask, w)
     total = sum(counts)
-    return [c / total for c in counts] if total else counts
+    return [c / total for c in counts] if total else [0.0] * w
 
 
 def _split_hops(

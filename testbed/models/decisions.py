@@ -181,6 +181,12 @@ def wofan_eligible(value: int, w: int, rounds: Sequence[int], mask: int) -> int:
     return e or mask
 
 
+def wofan_counts(rounds: Sequence[int], mask: int, w: int) -> list[int]:
+    """How many of a key's rounds make each slot eligible within `mask` (wofan_eligible's rounds; no rounds:
+    one round of every valid slot): its weight as the switch applies it."""
+    return [sum(wofan_eligible(j * w, w, rounds, mask) >> p & 1 for j in range(len(rounds) or 1)) for p in range(w)]
+
+
 def wofan_port(pointer: int, pid: int, basis: Sequence[int], mask: int, rounds: Sequence[int]) -> tuple[int, int]:
     """Weighted Ofan's uplink for a pointer at `pointer`: the first of W values whose port (Ofan's order) its
     round makes eligible, and how far the pointer advanced."""

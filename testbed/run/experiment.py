@@ -93,7 +93,8 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
     fault = parse_fault(p.inject) if p.inject is not None else None  # the one parse of the injected fault
     checked = _check(fab, p)
     actions = faults.parse_timeline(p.events, fab.tree) if p.events else []
-    host_rate, rho = _host_rate(fab, p, checked.flows)
+    routes = _routes(fab, p, checked.flows)
+    host_rate, rho = _host_rate(fab, p, checked.flows, routes)
     started_at = datetime.now(UTC).isoformat()
     _pace_nics(fab, p, checked.pk, host_rate, fault)
     configs = _set_schemes(fab, p)
@@ -115,10 +116,11 @@ def _run(fab: Fabric, p: RunParams, out_dir: Path | None, discarded: list[dict[s
         timeline=faults.Timeline(fab.tree, actions),
         tp=checked.tp,
         fault=fault,
+        routes=routes,
     )
     if out_dir is not None:
         plan = replace(plan, run_dir=results.RunDir(out_dir, _manifest(plan, started_at, lb_settings)))
-    with _lp_weights(fab, checked.flows, configs):
+    with _lp_weights(fab, routes, configs):
         return _measure_run(plan)
 
 
@@ -161,15 +163,36 @@ def _check(fab: Fabric, p: RunParams) -> Checked:
     return Checked(pk=pk, flows=flows, rtts=rtts, tp=tp, seen_words=seen_words)
 
 
-def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[str, Any]]:
+@dataclass(frozen=True)
+class Routes:
+    """The control plane as a run sees it, computed once: the links down, their routing, the LP's solution
+    when the run needs it (pacing at rho_max or rho_even, or links down), and weighted Ofan's rounds for this
+    run's flows: the LP's split where it sends traffic, the routing's path counts elsewhere (docs/schemes.md)."""
+
+    failed: list[Link]
+    routing: control.Routing
+    best: control.RhoMax | None
+    rounds: dict[tuple[int, int], tuple[int, ...]]
+
+
+def _routes(fab: Fabric, p: RunParams, flows: list[Flow]) -> Routes:
+    failed = faults.current_failed(fab.tree)
+    routing = control.routing(fab.tree, failed)
+    if p.pace == "load" and not failed:
+        return Routes(failed, routing, None, routing.rounds)
+    best, lp = control.lp_rounds(fab.tree, flows, failed)
+    return Routes(failed, routing, best, routing.rounds | lp)
+
+
+def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow], routes: Routes) -> tuple[int, dict[str, Any]]:
     """The hosts' paced rate: load x line rate, or with --pace rho_max (rho_even) at most the best split's
-    (an even split's) rate over the links that are up; and what the manifest says of both readings."""
+    (an even split's) rate over the links that are up; and what the manifest says of every reading."""
     if p.pace == "load":
         return host_rate_bps(fab.spec.rate_bps, p.load), {"paced": False}
-    failed_now = faults.current_failed(fab.tree)
-    best, lp = control.lp_rounds(fab.tree, flows, failed_now)
+    failed_now, best = routes.failed, routes.best
+    assert best is not None  # _routes solves the LP for every paced run
     even = control.even_split_rho(fab.tree, flows, failed_now)
-    weighted = control.split_rho(fab.tree, flows, failed_now, wofan_rounds(fab.tree, failed_now, lp))
+    weighted = control.split_rho(fab.tree, flows, failed_now, routes.rounds)
     chosen = best if p.pace == "rho_max" else even
     if chosen.rho <= 0:
         raise RunError(f"{p.pace} is 0: no flow of this workload can be carried over the links that are up")
@@ -186,26 +209,17 @@ def _host_rate(fab: Fabric, p: RunParams, flows: list[Flow]) -> tuple[int, dict[
     return host_rate_bps(fab.spec.rate_bps, min(p.load, chosen.rho)), rho
 
 
-def wofan_rounds(
-    tree: FatTree, failed: list[Link], lp: dict[tuple[int, int], tuple[int, ...]]
-) -> dict[tuple[int, int], tuple[int, ...]]:
-    """Weighted Ofan's rounds for a run that knows its traffic: the LP's split where it sends traffic, the
-    control plane's path counts elsewhere (docs/schemes.md)."""
-    return control.routing(tree, failed).rounds | lp
-
-
 @contextlib.contextmanager
-def _lp_weights(fab: Fabric, flows: list[Flow], configs: dict[str, SchemeConfig]) -> Iterator[bool]:
+def _lp_weights(fab: Fabric, routes: Routes, configs: dict[str, SchemeConfig]) -> Iterator[bool]:
     """With weighted Ofan on a switch and links down, its rounds follow the LP's split of this run's flows for
     the run (the watcher, which knows no traffic, writes path counts), and the control plane's again after it,
     so no later run inherits them. Yields whether it wrote any."""
     maps, tree = fab.maps, fab.tree
     assert maps is not None
-    failed = faults.current_failed(tree)
-    if not failed or all(c.scheme is not Scheme.WOFAN for c in configs.values()):
+    if not routes.failed or all(c.scheme is not Scheme.WOFAN for c in configs.values()):
         yield False
         return
-    switches.set_wofan_rounds(maps, tree, wofan_rounds(tree, failed, control.lp_rounds(tree, flows, failed)[1]))
+    switches.set_wofan_rounds(maps, tree, routes.rounds)
     try:
         yield True
     finally:
@@ -458,6 +472,7 @@ class Plan:
     timeline: faults.Timeline
     tp: Transport
     fault: Fault | None  # the fault injected on purpose (traffic.faults), parsed once
+    routes: Routes  # the control plane as the run found it
 
 
 @dataclass(frozen=True)
@@ -996,11 +1011,14 @@ def _edge_bound(plan: Plan, queues: list[metrics.PortQueue]) -> dict[str, Any]:
     edges = [sw.name for sw in tree.switches if sw.level is Level.EDGE]
     if p.acks or plan.timeline.actions or any(plan.configs[e].scheme is not Scheme.WOFAN for e in edges):
         return {}
-    failed = faults.current_failed(tree)
-    ctl = control.routing(tree, failed)
-    rounds = wofan_rounds(tree, failed, control.lp_rounds(tree, plan.flows, failed)[1]) if failed else ctl.rounds
+    routes = plan.routes
     bounds = queue_model.wofan_edge_bounds(
-        tree, plan.flows, rounds, ctl.masks, plan.host_rate / plan.fab.spec.rate_bps, burst=NIC_BUCKET_FRAMES
+        tree,
+        plan.flows,
+        routes.rounds,
+        routes.routing.masks,
+        plan.host_rate / plan.fab.spec.rate_bps,
+        burst=NIC_BUCKET_FRAMES,
     )
     judged = [(q.max_pkts - bounds[q.port][0], q) for q in queues if q.port in bounds and bounds[q.port][1] <= 1 + 1e-9]
     if not judged:

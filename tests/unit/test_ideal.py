@@ -272,7 +272,16 @@ def test_drb_takes_the_path_its_nic_labels_frame_by_frame(dst: int, paths: int) 
     seen: set[tuple[str, ...]] = set()
     for n in range(2 * paths):
         x = host.HostDecision(
-            Scheme.DRB, tree.w, False, n, (1 << paths) - 1, paths > tree.w, False, start + n, host.RepsState(), 0
+            scheme=Scheme.DRB,
+            w=tree.w,
+            is_ack=False,
+            psn=n,
+            mask=(1 << paths) - 1,
+            between_pods=paths > tree.w,
+            same_edge=False,
+            drb_pointer=start + n,
+            reps=host.RepsState(),
+            draw=0,
         )
         label = host.decide(x).port
         agg = hop(edge, src, dst_name, 1, n, 0.0)

@@ -17,9 +17,14 @@ verdict and the figures that limit the rate (CCT increase, pacing, start
 skew, the emulator's timing excess, busiest CPU, steal), and per fabric the
 largest rate found valid for all schemes and seeds.
 
+A run class (--run-class, packet_budget.json's "classes") measures the runs that cost more per data packet
+than the data budget's: acks (an ACK per data packet), cc (NSCC's window, 4 MB), payload (16 KB frames),
+chained (FSDP2's chained ring steps with NSCC, 4 GPUs a server). Rates are still in host data packets per second;
+each fabric's result also gives the class's factor: its largest all-valid rate over the data budget there.
+
 Usage: sudo .venv/bin/python bench/fidelity.py [--k 4,8,12] [--topology fattree]
          [--packets-per-s 72000,48000,36000,24000] [--seeds 1-5] [--size 1MB] [--schemes ofan,ecmp]
-         [--cpu-headroom 0.85]
+         [--run-class data|acks|cc|payload|chained] [--cpu-headroom 0.85]
 """
 
 from __future__ import annotations
@@ -33,18 +38,33 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from testbed.fabric.budget import round_down
+from testbed.fabric.budget import host_packets_per_s, round_down
 from testbed.fabric.build import Fabric, FabricSpec
 from testbed.models.schemes import Scheme
 from testbed.run.experiment import run
 from testbed.run.params import RunParams
+from testbed.run.sweep import Matrix
 from testbed.topology import FatTree
 from testbed.topology.units import parse_ints, parse_seeds, parse_size
 from traffic.packet import DEFAULT_PAYLOAD, FRAME_OVERHEAD
 
+# each class's runs: the RunParams options beside the scheme and seed (data: the budget's own runs)
+RUN_CLASSES: dict[str, dict[str, Any]] = {
+    "data": {},
+    "acks": {"acks": True},
+    "cc": {"cc": "nscc", "size": 4 << 20},
+    "payload": {"payload": 16 << 10},
+    "chained": {"workload": "fsdp", "cc": "nscc", "gpus_per_server": 4, "steps": 3, "size": 1 << 20},
+}
 
-def line_rate(tree: FatTree, host_pps: int) -> int:
-    return round_down(Fraction(host_pps * (DEFAULT_PAYLOAD + FRAME_OVERHEAD) * 8, tree.n_hosts))
+
+def line_rate(tree: FatTree, host_pps: int, payload: int = DEFAULT_PAYLOAD) -> int:
+    return round_down(Fraction(host_pps * (payload + FRAME_OVERHEAD) * 8, tree.n_hosts))
+
+
+def params_of(run_class: str, scheme: Scheme, seed: int, size: int) -> RunParams:
+    opts = {"workload": "permutation", "size": size, **RUN_CLASSES[run_class]}
+    return RunParams(load=1.0, scheme=scheme, seed=seed, **opts)
 
 
 def one_run(fab: Fabric, p: RunParams) -> dict[str, Any]:
@@ -70,13 +90,13 @@ def one_run(fab: Fabric, p: RunParams) -> dict[str, Any]:
 
 
 def runs_until_invalid(
-    fab: Fabric, what: str, schemes: list[Scheme], seeds: list[int], size: int
+    fab: Fabric, what: str, schemes: list[Scheme], seeds: list[int], size: int, run_class: str = "data"
 ) -> list[dict[str, Any]]:
     """Each scheme's run for each seed, stopping at the first invalid one."""
     runs: list[dict[str, Any]] = []
     for scheme in schemes:
         for seed in seeds:
-            runs.append({"scheme": scheme.label, **one_run(fab, RunParams("permutation", size, 1.0, scheme, seed))})
+            runs.append({"scheme": scheme.label, **one_run(fab, params_of(run_class, scheme, seed, size))})
             print(
                 f"{what} {scheme.label} seed {seed}: {'valid' if runs[-1]['valid'] else runs[-1]['reasons']}",
                 file=sys.stderr,
@@ -87,15 +107,34 @@ def runs_until_invalid(
 
 
 def envelope(
-    topology: str, k: int, levels: Sequence[int], seeds: list[int], size: int, schemes: list[Scheme], headroom: float
+    topology: str,
+    k: int,
+    levels: Sequence[int],
+    seeds: list[int],
+    size: int,
+    schemes: list[Scheme],
+    headroom: float,
+    run_class: str = "data",
 ) -> dict[str, Any]:
     tree = FatTree(k, "bfid", topology)
     tried = []
     best = None
+    opts = RUN_CLASSES[run_class]
+    acks = bool(opts.get("acks") or opts.get("cc"))
+    payload = int(opts.get("payload", DEFAULT_PAYLOAD))
     for pps in sorted(levels, reverse=True):
-        rate = line_rate(tree, pps)
-        with Fabric(FabricSpec(k=k, prefix="bfid", rate_bps=rate, topology=topology, ack_priority=False)) as fab:
-            runs = runs_until_invalid(fab, f"{topology} k={k} {pps} pkt/s ({rate} bit/s)", schemes, seeds, size)
+        rate = line_rate(tree, pps, payload)
+        spec = FabricSpec(
+            k=k,
+            prefix="bfid",
+            rate_bps=rate,
+            topology=topology,
+            ack_priority=acks,
+            mtu=Matrix.mtu_for(payload),
+        )
+        with Fabric(spec) as fab:
+            what = f"{topology} k={k} {run_class} {pps} pkt/s ({rate} bit/s)"
+            runs = runs_until_invalid(fab, what, schemes, seeds, size, run_class)
         ok = len(runs) == len(seeds) * len(schemes) and all(x["valid"] for x in runs)
         cpu = statistics.median(x["cpu_busiest"] for x in runs)
         tried.append(
@@ -103,9 +142,17 @@ def envelope(
         )
         ok = ok and cpu <= headroom
         if ok:
-            best = {"host_packets_per_s": pps, "rate_bps": rate}
+            data = host_packets_per_s(tree)
+            best = {"host_packets_per_s": pps, "rate_bps": rate, "factor": round(float(pps / data), 3)}
             break
-    return {"topology": topology, "k": k, "hosts": tree.n_hosts, "largest_all_valid": best, "tried": tried}
+    return {
+        "topology": topology,
+        "k": k,
+        "hosts": tree.n_hosts,
+        "run_class": run_class,
+        "largest_all_valid": best,
+        "tried": tried,
+    }
 
 
 def main() -> None:
@@ -123,6 +170,9 @@ def main() -> None:
         help="every scheme's runs must be valid: Ofan's queues are the shallowest, ECMP's the deepest",
     )
     ap.add_argument("--cpu-headroom", type=float, default=0.85)
+    ap.add_argument(
+        "--run-class", choices=list(RUN_CLASSES), default="data", help="the runs measured (the data budget's: data)"
+    )
     a = ap.parse_args()
     out = [
         envelope(
@@ -133,12 +183,21 @@ def main() -> None:
             parse_size(a.size),
             [Scheme.parse(x) for x in a.schemes.split(",")],
             a.cpu_headroom,
+            a.run_class,
         )
         for k in parse_ints(a.k)
     ]
     print(
         json.dumps(
-            {"bench": "fidelity", "schemes": a.schemes, "size": a.size, "seeds": a.seeds, "fabrics": out}, indent=1
+            {
+                "bench": "fidelity",
+                "run_class": a.run_class,
+                "schemes": a.schemes,
+                "size": a.size,
+                "seeds": a.seeds,
+                "fabrics": out,
+            },
+            indent=1,
         )
     )
 

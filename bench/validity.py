@@ -21,6 +21,7 @@ cell of that kind gets on its first try.
 
 Usage: sudo .venv/bin/python bench/validity.py [--k 4] [--topology fattree] [--rates 50mbit,100mbit|auto]
          [--seeds 1-40] [--scheme ofan[,ecmp]] [--workload permutation] [--size 1MB] [--payload 4096] [--acks]
+         [--cc nscc] [--gpus-per-server 4] [--steps 3]
 """
 
 from __future__ import annotations
@@ -53,12 +54,12 @@ def cause(reason: str) -> str:
     return " ".join(words[:4])
 
 
-def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool) -> int:
-    """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload, ACK setting and kind of scheme
-    (a sweep's, derated if a host scheme is among them), times FACTOR."""
+def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool, cc: str, workload: str) -> int:
+    """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload, ACK setting, congestion control,
+    workload and kind of scheme (a sweep's, derated if a host scheme is among them), times FACTOR."""
     if not text.startswith("auto"):
         return parse_rate(text)
-    auto = auto_rate_bps(tree, payload, acks, host_lb)
+    auto = auto_rate_bps(tree, payload, acks, host_lb, cc=cc != "none", chained=workload == "fsdp")
     return auto if text == "auto" else round_down(Fraction(auto) * Fraction(text.split(":")[1]))
 
 
@@ -73,7 +74,12 @@ def main() -> int:
     ap.add_argument("--payload", type=int, default=DEFAULT_PAYLOAD)
     ap.add_argument("--topology", default="fattree")
     ap.add_argument("--acks", action="store_true")
+    ap.add_argument("--cc", default="none", help="congestion control (turns --acks on)")
+    ap.add_argument("--gpus-per-server", type=int, default=None, help="fsdp, moe: GPUs a server")
+    ap.add_argument("--steps", type=int, default=None, help="fsdp: ring steps")
     a = ap.parse_args()
+    a.acks = a.acks or a.cc != "none"
+    extra = {n: v for n, v in (("gpus_per_server", a.gpus_per_server), ("steps", a.steps)) if v is not None}
     schemes, size = [Scheme.parse(x) for x in a.scheme.split(",")], parse_size(a.size)
     out: dict[str, Any] = {
         "schemes": [x.label for x in schemes],
@@ -81,6 +87,8 @@ def main() -> int:
         "size_bytes": size,
         "payload": a.payload,
         "acks": a.acks,
+        "cc": a.cc,
+        **extra,
         "topology": a.topology,
         "seeds": len(a.seeds),
         "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
@@ -89,7 +97,7 @@ def main() -> int:
     mtu = Matrix.mtu_for(a.payload)
     for k in a.k:
         rates = [
-            _rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes))
+            _rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes), a.cc, a.workload)
             for r in a.rates.split(",")
         ]
         with ExitStack() as stack:
@@ -104,9 +112,10 @@ def main() -> int:
             runs: dict[int, list[dict[str, Any]]] = {r: [] for r in rates}
             for seed in a.seeds:
                 for (r, fab), scheme in itertools.product(fabs.items(), schemes):
-                    res = run(
-                        fab, RunParams(a.workload, size, 1.0, scheme, seed=seed, acks=a.acks, payload=a.payload)
-                    ).to_json()
+                    p = RunParams(
+                        a.workload, size, 1.0, scheme, seed=seed, acks=a.acks, payload=a.payload, cc=a.cc, **extra
+                    )
+                    res = run(fab, p).to_json()
                     f = res["fidelity"]
                     runs[r].append(
                         {

@@ -14,10 +14,10 @@ from typing import Any
 
 import pandas as pd
 
-from traffic.packet import DEFAULT_PAYLOAD, WIRE_EXTRA
+from traffic.packet import WIRE_EXTRA
 
 from ..fabric import controld, netns, state
-from ..fabric.budget import auto_rate_bps
+from ..fabric.budget import RunClass, auto_rate_bps
 from ..fabric.build import Fabric as _Fabric
 from ..fabric.build import FabricSpec
 from ..fabric.errors import FabricError, require_root
@@ -60,31 +60,33 @@ def topology_of(requested: str | None, st: FabricState | None) -> str:
     return requested or "fattree"
 
 
-def resolve_rate(
-    requested: int | str | None,
-    tree: FatTree,
-    payload: int = DEFAULT_PAYLOAD,
-    acks: bool = False,
-    host_lb: bool = False,
-) -> int:
-    """The line rate of a fabric about to be built: the one asked for, or the auto rate (also when none is)."""
-    return _rate(requested) or auto_rate_bps(tree, payload, acks, host_lb)
+def run_class(acks: bool, host_lb: bool, payload: int, cc: str = "none", workload: str = "permutation") -> RunClass:
+    """The budget's class of a run with these options (testbed.fabric.budget)."""
+    return RunClass(acks=acks, cc=cc != "none", payload=payload, chained=workload == "fsdp", host_lb=host_lb)
 
 
-def check_rate_of_fabric_up(
-    requested: int | str | None, st: FabricState, tree: FatTree, payload: int, acks: bool, host_lb: bool = False
-) -> None:
+def _auto(tree: FatTree, rc: RunClass) -> int:
+    return auto_rate_bps(tree, rc.payload, rc.acks, rc.host_lb, cc=rc.cc, chained=rc.chained)
+
+
+def resolve_rate(requested: int | str | None, tree: FatTree, rc: RunClass | None = None) -> int:
+    """The line rate of a fabric about to be built: the one asked for, or the auto rate of the run's class (also
+    when none is asked for)."""
+    return _rate(requested) or _auto(tree, rc or RunClass())
+
+
+def check_rate_of_fabric_up(requested: int | str | None, st: FabricState, tree: FatTree, rc: RunClass) -> None:
     """A rate given for a run on the fabric that is up must agree with it: a number must be its rate, auto
     must not be below it (ACKs double the packets)."""
     if requested is None:
         return
     bps = _rate(requested)
     if bps is None:
-        auto = auto_rate_bps(tree, payload, acks, host_lb)
+        auto = _auto(tree, rc)
         if st.rate_bps > auto:
             raise RunError(
                 f"the fabric that is up runs at {format_rate(st.rate_bps)}, above the auto rate "
-                f"{format_rate(auto)} of this run{' (ACKs double the packets)' if acks else ''}; "
+                f"{format_rate(auto)} of this run{' (ACKs double the packets)' if rc.acks else ''}; "
                 f"testbed down, then up --rate {format_rate(auto)}"
             )
     elif bps != st.rate_bps:
@@ -234,7 +236,7 @@ class Where:
     prefix: str = "tb"
 
 
-def _ephemeral_or_up(where: Where, acks: bool, host_lb: bool, payload: int) -> tuple[FabricSpec, FatTree, bool]:
+def _ephemeral_or_up(where: Where, rc: RunClass) -> tuple[FabricSpec, FatTree, bool]:
     """The spec of the fabric a run uses, its tree, and whether it is up already."""
     st = state.load(where.prefix)
     if st is not None and where.k is not None and where.k != st.k:
@@ -242,7 +244,7 @@ def _ephemeral_or_up(where: Where, acks: bool, host_lb: bool, payload: int) -> t
     k = st.k if st is not None else (where.k or 4)
     tree = FatTree(k, where.prefix, topology_of(where.topology, st))
     if st is not None:
-        check_rate_of_fabric_up(where.rate, st, tree, payload, acks, host_lb)
+        check_rate_of_fabric_up(where.rate, st, tree, rc)
         spec = FabricSpec(
             k=st.k,
             rate_bps=st.rate_bps,
@@ -255,11 +257,11 @@ def _ephemeral_or_up(where: Where, acks: bool, host_lb: bool, payload: int) -> t
         return spec, tree, True
     spec = FabricSpec(
         k=k,
-        rate_bps=resolve_rate(where.rate, tree, payload, acks, host_lb),
+        rate_bps=resolve_rate(where.rate, tree, rc),
         prefix=where.prefix,
         topology=tree.kind,
         wire_overhead=where.wire_overhead,
-        ack_priority=acks if where.ack_priority is None else where.ack_priority,
+        ack_priority=rc.acks if where.ack_priority is None else where.ack_priority,
     )
     return spec, tree, False
 
@@ -285,7 +287,8 @@ def run(
         if retries < 0:
             raise RunError(f"--retries must be >= 0, got {retries}")
         params = run_params(workload, size, scheme=scheme, **options)
-        spec, tree, is_up = _ephemeral_or_up(where, params.acks, scheme is not None and scheme.is_host, params.payload)
+        rc = run_class(params.acks, scheme is not None and scheme.is_host, params.payload, params.cc, params.workload)
+        spec, tree, is_up = _ephemeral_or_up(where, rc)
         check_run(tree, params, spec)  # the workload and scheme must be valid on this fabric before anything
         if (out / "manifest.json").exists():
             raise RunError(f"{out} already holds a run; choose another --out")
@@ -340,7 +343,9 @@ def compare(
 
         first = params_of(configs[0], seeds[0])
         host_lb = any(c.scheme.is_host for c in configs)
-        spec, tree, is_up = _ephemeral_or_up(where, first.acks, host_lb, first.payload)
+        spec, tree, is_up = _ephemeral_or_up(
+            where, run_class(first.acks, host_lb, first.payload, first.cc, first.workload)
+        )
         for c in configs:  # every cell's parameters are valid before anything is touched
             c.validate(tree.switch_ports)
             check_run(tree, params_of(c, seeds[0]), spec)

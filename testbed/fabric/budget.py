@@ -21,6 +21,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
@@ -65,6 +66,54 @@ def round_down(bps: Fraction, digits: int = 2) -> int:
     return int(math.floor(bps / scale) * scale)
 
 
+# The run classes: what a run costs per data packet beyond the data budget's runs (1 MB permutations without
+# ACKs). A run is in every class its options put it in and takes the lowest of their budgets.
+CLASSES = ("acks", "cc", "payload", "chained")
+LARGE_PAYLOAD = 16 * 1024  # the payload class: frames of 16 KB and more
+
+
+@dataclass(frozen=True)
+class RunClass:
+    """What decides a run's budget beyond its fabric: ACKs, congestion control (an ACK-clocked window), the
+    payload, chained steps (FSDP2: a GPU's step starts when its input arrived), a host scheme."""
+
+    acks: bool = False
+    cc: bool = False
+    payload: int = DEFAULT_PAYLOAD
+    chained: bool = False
+    host_lb: bool = False
+
+    def classes(self) -> tuple[str, ...]:
+        """The classes this run is in (none: the data budget's own runs)."""
+        return tuple(
+            name
+            for name, on in (
+                ("acks", self.acks and not self.cc),
+                ("cc", self.cc),
+                ("payload", self.payload >= LARGE_PAYLOAD),
+                ("chained", self.chained),
+            )
+            if on
+        )
+
+
+def class_factor(name: str, tree: FatTree) -> Fraction:
+    """A class's budget as a fraction of the data budget on this fabric: measured where packet_budget.json's
+    "classes" has points for its topology (interpolated in the number of hosts, held beyond them, as the data
+    budget is), else the class's rule (ACKs: an ACK per data packet costs about what the packet does, 1/2)."""
+    c = _measured()["classes"][name]
+    pts = sorted((p["hosts"], Fraction(str(p["factor"]))) for p in c.get("measured", {}).get(tree.kind, []))
+    if not pts:
+        return Fraction(str(c["rule_factor"]))
+    n = tree.n_hosts
+    if n <= pts[0][0]:
+        return pts[0][1]
+    for (h0, f0), (h1, f1) in itertools.pairwise(pts):
+        if n <= h1:
+            return f0 + (f1 - f0) * Fraction(n - h0, h1 - h0)
+    return pts[-1][1]
+
+
 def derating(tree: FatTree, acks: bool, host_lb: bool) -> Fraction:
     """The measured factor below the budget for runs that cost more CPU per packet than the budget's (a host
     scheme's NIC program handling every ACK, on large fabrics): packet_budget.json's "derated" entries."""
@@ -77,11 +126,22 @@ def derating(tree: FatTree, acks: bool, host_lb: bool) -> Fraction:
     return factor
 
 
-def auto_rate_bps(tree: FatTree, payload: int = DEFAULT_PAYLOAD, acks: bool = False, host_lb: bool = False) -> int:
-    """The line rate at which every host sending at line rate (with an ACK per packet, if `acks`) keeps the
-    fabric's host packets within its budget (frames counted with the wire's overhead, as the links charge them),
-    derated where a host scheme (`host_lb`) was measured to need it."""
-    per_host = host_packets_per_s(tree) / tree.n_hosts / (2 if acks else 1)
+def auto_rate_bps(
+    tree: FatTree,
+    payload: int = DEFAULT_PAYLOAD,
+    acks: bool = False,
+    host_lb: bool = False,
+    *,
+    cc: bool = False,
+    chained: bool = False,
+) -> int:
+    """The line rate at which every host sending at line rate keeps the fabric's data packets within its run
+    class's budget (the lowest of the classes it is in: ACKs, congestion control, large payloads, chained steps;
+    frames counted with the wire's overhead, as the links charge them), derated where a host scheme (`host_lb`)
+    was measured to need it."""
+    run = RunClass(acks=acks or cc, cc=cc, payload=payload, chained=chained, host_lb=host_lb)
+    share = min((class_factor(n, tree) for n in run.classes()), default=Fraction(1))
+    per_host = host_packets_per_s(tree) / tree.n_hosts * share
     rate = round_down(per_host * (payload + FRAME_OVERHEAD + WIRE_EXTRA) * 8)
-    factor = derating(tree, acks, host_lb)  # of the rounded rate, as bench/validity.py's auto:FACTOR measured it
+    factor = derating(tree, run.acks, host_lb)  # of the rounded rate, as bench/validity.py's auto:FACTOR measured it
     return rate if factor == 1 else round_down(rate * factor)

@@ -195,7 +195,8 @@ class Matrix:
 
     def rate_for(self, k: int) -> int:
         """The line rate of the k fabric: as given, or the auto rate of its smallest payload (the most
-        packets per second), counting the ACKs, derated if a host scheme is in the matrix."""
+        packets per second) in the lowest budget class of its cells (ACKs, congestion control, chained steps:
+        testbed.fabric.budget), derated if a host scheme is in the matrix."""
         if self.rate_bps:
             return self.rate_bps
         auto = auto_rate_bps(
@@ -209,6 +210,8 @@ class Matrix:
 
 def _values(spec: Spec, given: Any) -> tuple[Any, ...]:
     """An option's values in a matrix as given: a DIMENSION option's list (or one value), a FIXED one's value."""
+            cc=any(cc != "none" for cc in self.values("cc")),
+            chained="fsdp" in self.values("workload"),
     if spec.sweep is Sweep.NONE and given != spec.default:
         raise RunError(f"{spec.flag} is not a sweep option ({spec.decl.help})")
     if spec.sweep is Sweep.DIMENSION and isinstance(given, (tuple, list)):

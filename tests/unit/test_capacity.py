@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import resource
 from fractions import Fraction
 from pathlib import Path
@@ -94,3 +95,32 @@ def test_sampled_pairs_are_distinct_valid_and_seeded() -> None:
     assert all(0 <= s < tree.n_hosts and 0 <= d < tree.n_hosts and s != d for s, d in a)
     assert sample_pairs(tree, 2000, 2) != a
     assert len(sample_pairs(FatTree(4), 10**6, 1)) == 16 * 15  # more than there are: every pair
+
+
+def test_a_run_takes_the_lowest_budget_of_its_classes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """packet_budget.json's "classes": a class measured at a fabric gives its factor there (interpolated in the
+    hosts between measured sizes, held beyond), an unmeasured one its rule; ACKs and congestion control keep
+    half the budget by rule until measured, as before classes existed."""
+    k12 = FatTree(12)
+    assert budget.RunClass(acks=True, cc=True, payload=16384, chained=True).classes() == ("cc", "payload", "chained")
+    assert budget.RunClass().classes() == () and budget.RunClass(acks=True).classes() == ("acks",)
+    for cls in ("acks", "cc"):  # the rule until measured
+        assert budget.class_factor(cls, k12) == Fraction(1, 2)
+    assert budget.auto_rate_bps(k12, cc=True) == budget.auto_rate_bps(k12, acks=True) == 650_000
+    m = json.loads(budget.BUDGET_FILE.read_text())
+    m["classes"]["cc"]["measured"] = {
+        "fattree": [{"k": 8, "hosts": 128, "factor": 0.9}, {"k": 12, "hosts": 432, "factor": 0.8}]
+    }
+    monkeypatch.setattr(budget, "_measured", lambda: m)
+    assert budget.class_factor("cc", k12) == Fraction(4, 5) and budget.class_factor("cc", FatTree(4)) == Fraction(9, 10)
+    assert budget.class_factor("cc", FatTree(10)) == Fraction(9, 10) + (Fraction(4, 5) - Fraction(9, 10)) * Fraction(
+        250 - 128, 432 - 128
+    )
+    assert budget.class_factor("cc", FatTree(16)) == Fraction(4, 5)
+    assert budget.class_factor("cc", FatTree(8, "tb", "leafspine")) == Fraction(1, 2)  # not measured on that topology
+    assert budget.auto_rate_bps(k12, cc=True) == 1_000_000  # 0.8 x 1.3 Mbit/s's budget, rounded down
+    assert budget.auto_rate_bps(k12, cc=True, payload=16384) < budget.auto_rate_bps(k12, payload=16384)
+    from testbed.run.sweep import matrix
+
+    assert matrix(("ofan",), seed=1, k=(12,), cc=("none", "nscc")).rate_for(12) == 1_000_000  # its lowest class
+    assert matrix(("ofan",), seed=1, k=(12,), acks=True).rate_for(12) == 650_000  # ACKs' rule

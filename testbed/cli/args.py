@@ -5,6 +5,7 @@ before any kernel object is touched), and the fabric's and the command's own opt
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any, NoReturn
 
 from traffic.packet import WIRE_EXTRA
@@ -124,6 +125,16 @@ def positive_int(text: str) -> int:
         return parse_int(text, 1)
     except ValueError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (v > 0 and math.isfinite(v)):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return v
 
 
 def nonnegative_int(text: str) -> int:

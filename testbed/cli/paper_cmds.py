@@ -60,6 +60,24 @@ def add_paper(sub: Any) -> None:
         help="claims: run nothing; judge the claims on the runs already in --out (a claim whose experiment is "
         "not finished reads 'no data' and says how many of its runs are done)",
     )
+    pp.add_argument(
+        "--from",
+        dest="data",
+        type=Path,
+        default=None,
+        metavar="DATA",
+        help="claims: the check's data as the repository keeps it (docs/reproduction/: every run's row, the ideal "
+        "fabric's rows, the parts that made them): its runs count as done, each new run is added to it, and the "
+        "claims are judged on its rows alone; with --no-run it regenerates the page exactly, without root",
+    )
+    pp.add_argument(
+        "--minutes",
+        type=args.positive_float,
+        default=None,
+        metavar="M",
+        help="claims: one part of the check: start no run that would end after M minutes (the judging kept within "
+        "them); run the same command again to go on",
+    )
     options.add(pp, options.RUN, only=("propagation",))
     args.add_rate_factor(pp, "1 for a figure, 0.75 for the claims")
     args.add_wait(pp)
@@ -105,7 +123,13 @@ def cmd_paper(a: argparse.Namespace) -> int:
 
     if a.figure == "claims":
         return cmd_claims(a)
-    for given, flag in ((a.claims is not None, "--claims"), (a.doc is not None, "--doc"), (a.no_run, "--no-run")):
+    for given, flag in (
+        (a.claims is not None, "--claims"),
+        (a.doc is not None, "--doc"),
+        (a.no_run, "--no-run"),
+        (a.data is not None, "--from"),
+        (a.minutes is not None, "--minutes"),
+    ):
         if given:
             raise RunError(f"{flag} goes with 'testbed paper claims'")
     if a.figure == "list":
@@ -157,6 +181,8 @@ def cmd_claims(a: argparse.Namespace) -> int:
         wait=a.wait,
         run_missing=not a.no_run,
         doc=a.doc,
+        data=a.data,
+        minutes=a.minutes,
         command="testbed " + " ".join(sys.argv[1:]),
         announce=con.print,
         progress=_progress,

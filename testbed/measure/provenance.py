@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+from functools import cache
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,12 @@ def _git(*args: str) -> str:
     except OSError:
         return ""
     return r.stdout.strip() if r.returncode == 0 else ""
+
+
+@cache
+def commit() -> str:
+    """The project's commit ("unknown" outside a git checkout), once per process."""
+    return _git("rev-parse", "HEAD") or "unknown"
 
 
 def describe() -> dict[str, Any]:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import pandas as pd
 
 from ..fabric.errors import require_root
-from .sweep import Progress, SweepDir, run_local
+from .params import RunError
+from .sweep import Fits, Progress, SweepDir, run_local
 
 
 def cluster_address(cluster: str | None) -> str | None:
@@ -36,14 +37,19 @@ def run_sweep(
     cluster: str | None = None,
     wait: bool = False,
     progress: Progress = lambda done, total, row: None,
+    fits: Fits | None = None,
 ) -> pd.DataFrame:
     """Every pending cell of the sweep in `d`, here or on the cluster; the whole table. A directory whose runs
-    went at another rate than the matrix's today is refused before any run (SweepDir.check_rates)."""
+    went at another rate than the matrix's today is refused before any run (SweepDir.check_rates). With `fits`
+    (here only), a cell runs only if it says the cell fits the time left; the first that does not stops the
+    sweep."""
     if d.pending():
         d.check_rates()
     address = cluster_address(cluster)
     if address is None:
-        return run_local(d, prefix, progress, wait=wait)
+        return run_local(d, prefix, progress, wait=wait, fits=fits)
+    if fits is not None:
+        raise RunError("a sweep limited in time runs here, not on a cluster")
     from .cluster import run_ray
 
     run_ray(d, address, progress)

@@ -46,6 +46,7 @@ from ..fabric import clean, links, state
 from ..fabric.budget import auto_rate_bps, round_down
 from ..fabric.build import DEFAULT_MTU, Fabric, FabricSpec
 from ..fabric.lock import run_lock
+from ..measure import provenance
 from ..measure.results import write_json
 from ..models import control
 from ..models.schemes import SchemeConfig, SchemeError, check_mix, needing_acks
@@ -187,6 +188,11 @@ class Matrix:
             opts[name] = _values(sp[name], changes.pop(name))
         return dataclasses.replace(self, options=opts, **changes)
 
+    def rates(self) -> dict[str, int]:
+        """The line rate each fabric of the matrix resolves to today, by k (as text: sweep.json's keys): the auto
+        rate follows the packet budget, which the fingerprint does not hold."""
+        return {str(k): self.rate_for(k) for k in self.k}
+
     @staticmethod
     def mtu_for(payload: int) -> int:
         """The fabric MTU for a payload: the default, or just enough. A fabric is built per (k, MTU), so the
@@ -204,14 +210,14 @@ class Matrix:
             min(self.values("payload")),
             self.with_acks,
             any(c.scheme.is_host for c in self.configs()),
+            cc=any(cc != "none" for cc in self.values("cc")),
+            chained="fsdp" in self.values("workload"),
         )
         return auto if self.rate_factor == 1 else round_down(Fraction(auto) * Fraction(self.rate_factor))
 
 
 def _values(spec: Spec, given: Any) -> tuple[Any, ...]:
     """An option's values in a matrix as given: a DIMENSION option's list (or one value), a FIXED one's value."""
-            cc=any(cc != "none" for cc in self.values("cc")),
-            chained="fsdp" in self.values("workload"),
     if spec.sweep is Sweep.NONE and given != spec.default:
         raise RunError(f"{spec.flag} is not a sweep option ({spec.decl.help})")
     if spec.sweep is Sweep.DIMENSION and isinstance(given, (tuple, list)):
@@ -512,6 +518,8 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["discarded"] = json.dumps(r["discarded_attempts"])
     row["wall_s"] = wall_s
     row["run_dir"] = r["out_dir"]
+    row["commit"] = provenance.commit()  # the code that ran it, and the day (UTC): a row kept in the repository
+    row["date"] = time.strftime("%Y-%m-%d", time.gmtime())  # (docs/reproduction/) says where it came from
     return row
 
 
@@ -532,7 +540,15 @@ class SweepDir:
                 )
         else:
             self.path.mkdir(parents=True, exist_ok=True)
-            write_json(spec, {"matrix": matrix.to_json(), "fingerprint": matrix.fingerprint(), "created": time.time()})
+            write_json(
+                spec,
+                {
+                    "matrix": matrix.to_json(),
+                    "fingerprint": matrix.fingerprint(),
+                    "rates": matrix.rates(),
+                    "created": time.time(),
+                },
+            )
         (self.path / ROWS).mkdir(exist_ok=True)
         (self.path / CELLS).mkdir(exist_ok=True)
 
@@ -540,10 +556,19 @@ class SweepDir:
         return {p.stem for p in (self.path / ROWS).glob("*.json")}
 
     def check_rates(self) -> None:
-        """Refuse (one RunError line) to add runs to a directory whose finished runs went at another line rate
-        than this matrix resolves to today: the auto rate follows the packet budget, which a re-measurement
-        changes, and the fingerprint holds the rate factor, not the rate. Judging the rows there (no run) needs
-        no such check."""
+        """Refuse (one RunError line) to add runs to a directory made for, or whose finished runs went at,
+        another line rate than this matrix resolves to today (sweep.json's record; the rows' own rate_bps for
+        directories made before it): the auto rate follows the packet budget, which a re-measurement changes,
+        and the fingerprint holds the rate factor, not the rate. Judging the rows there (no run) needs no such
+        check."""
+        held = json.loads((self.path / SPEC).read_text()).get("rates") or {}
+        for kk, rate in self.matrix.rates().items():  # what the directory was made for (none before 2026-12-08)
+            if kk in held and int(held[kk]) != rate:
+                raise RunError(
+                    f"{self.path} was made for k={kk} at {format_rate(int(held[kk]))}, this matrix's rate for k={kk} is "
+                    f"{format_rate(rate)} today (the packet budget changed): runs at two rates would mix; choose "
+                    "another --out"
+                )
         want: dict[int, int] = {}
         for f in sorted((self.path / ROWS).glob("*.json")):
             row = json.loads(f.read_text())
@@ -616,6 +641,7 @@ def execute_cell(fab: Fabric, m: Matrix, cell: Cell, out_dir: Path) -> dict[str,
 
 
 Progress = Callable[[int, int, dict[str, Any] | None], None]  # (done, total, last row)
+Fits = Callable[[Cell], bool]  # whether a cell's run fits the time left
 
 
 @contextmanager
@@ -640,9 +666,15 @@ def fabric_for(m: Matrix, k: int, prefix: str, mtu: int = DEFAULT_MTU) -> Iterat
 
 
 def run_local(
-    d: SweepDir, prefix: str, progress: Progress = lambda done, total, row: None, wait: bool = False
+    d: SweepDir,
+    prefix: str,
+    progress: Progress = lambda done, total, row: None,
+    wait: bool = False,
+    fits: Fits | None = None,
 ) -> pd.DataFrame:
-    """Every pending cell on this machine, one fabric per k (and MTU); returns the whole table."""
+    """Every pending cell on this machine, one fabric per k (and MTU); returns the whole table. With `fits`, the
+    first cell it says does not fit the time left stops the sweep (its cells stay pending: a resumed sweep runs
+    them)."""
     m = d.matrix
     total = len(m.cells())
     pending = d.pending()
@@ -650,8 +682,12 @@ def run_local(
     with run_lock(prefix, wait=wait):
         for k, mtu in dict.fromkeys((c.k, m.mtu_for(c.payload)) for c in pending):
             cells = [c for c in pending if c.k == k and m.mtu_for(c.payload) == mtu]
+            if fits is not None and not fits(cells[0]):
+                break
             with fabric_for(m, k, prefix, mtu) as fab:
                 for cell in cells:
+                    if fits is not None and not fits(cell):
+                        return d.write_table()
                     row = execute_cell(fab, m, cell, d.fresh_cell_dir(cell))
                     d.write_row(row)
                     progress(len(d.done()), total, row)

@@ -12,6 +12,9 @@ never dropped), no data. The rules are not tuned to results.
     catalogue.py   the experiments and the claims, as data; which experiments a choice of claims reads
     execution.py   the check: the experiments' sweeps (testbed.run.runner), the rules, seeds until decided
     document.py    claims.json, claims.md, and claims.md spliced into a page (docs/reproduction.md)
+    store.py       the check's data as the repository keeps it (docs/reproduction/SCALE/): every run's row, the
+                   ideal fabric's rows and the parts that made them; `--from` resumes from it and judges on it
+    link_models.py the link-model column: each claim the ideal fabric computes, judged again on it
 
 The rules and the decision itself are pure functions of the rows, beside the sweep statistics:
 testbed.measure.claim_rules.
@@ -19,6 +22,10 @@ testbed.measure.claim_rules.
     DIR/experiments/NAME/   each experiment's sweep (resumable: testbed.run.sweep; its seeds grown in place)
     DIR/claims.json         every claim: section, statement, paper, seeds, interval, margin, verdict, rule, notes
     DIR/claims.md           the same as a page (docs/reproduction.md is generated from it)
+    DATA/SCALE/             with --from DATA: the rows, the ideal fabric's rows and the parts (store.py)
+
+A check may run in parts (`--minutes`: no run starts that would end after them); with --from every part adds its
+rows and its wall time to the data, and the next part, on any machine, runs only what is missing.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from .document import (
     write,
 )
 from .execution import Checked, check, evaluate, grow, grown, load_rows, more_seeds, open_dir, run, sweep_dirs
+from .store import Store
 
 __all__ = [
     "DESIGNS",
@@ -60,6 +68,7 @@ __all__ = [
     "Checked",
     "Claim",
     "Experiment",
+    "Store",
     "check",
     "check_doc",
     "claims",

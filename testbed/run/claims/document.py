@@ -71,6 +71,16 @@ def format_seeds(r: dict[str, Any]) -> str:
     return f"{text} (cap {r['seed_cap']})"
 
 
+def _parts_table(parts: list[dict[str, Any]]) -> list[str]:
+    """The parts (invocations) that made the data: each one's day, commit, machine, runs and wall time."""
+    if not parts:
+        return []
+    out = ["| part | day | commit | machine | runs | wall time |", "|---|---|---|---|---|---|"]
+    for i, p in enumerate(parts, 1):
+        out.append(f"| {i} | {p['date']} | {p['commit']} | {p['machine']} | {p['runs']} | {p['wall_s'] / 60:.0f} min |")
+    return [*out, ""]
+
+
 def _decides(r: dict[str, Any]) -> str:
     return "; ".join(f"{d['quantity']} {format_margin(d)}" for d in r.get("decisions", []))
 
@@ -93,14 +103,18 @@ def format_link_model(v: dict[str, str] | None) -> str:
 
 def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
     counts = {v: sum(1 for r in results if r["verdict"] == v) for v in VERDICTS}
+    parts = meta.get("parts") or []
     lines = [
         f"# The paper's claims, checked at scale `{meta.get('scale')}`",
         "",
         f"Command: `{meta.get('command')}`  ",
-        f"Commit {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; wall time "
-        f"{meta.get('wall_s', 0) / 60:.0f} min; propagation {meta.get('propagation')} per link; every fabric at "
-        f"{meta.get('rate_factor', 1.0):g} x its auto rate.",
+        f"{'Data from commits' if parts else 'Commit'} {meta.get('commit')}, {meta.get('date')}, {meta.get('machine')}; "
+        f"wall time {meta.get('wall_s', 0) / 60:.0f} min"
+        + (f" in {len(parts)} part{'s' if len(parts) != 1 else ''}" if parts else "")
+        + f"; propagation {meta.get('propagation')} per link; every fabric at {meta.get('rate_factor', 1.0):g} x its "
+        "auto rate.",
         "",
+        *_parts_table(parts),
         "Verdicts: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n) + ".",
         "",
         "Each quantity is judged on its interval (a mean +- 2 SEM over the valid seeds, a growth exponent's 95 % "

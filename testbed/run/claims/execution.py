@@ -26,14 +26,17 @@ import pandas as pd
 
 from ...measure.claim_rules import AGREES, NO_DATA, NOT_DECIDED, PENDING, Data, Judgement, Outcome, judge, no_data
 from ...measure.results import write_json
+from ..params import RunError
 from ..runner import check_can_run, run_sweep
-from ..sweep import SPEC, Matrix, SweepDir
+from ..sweep import SPEC, Cell, Matrix, SweepDir
 from . import link_models
 from .catalogue import RATE_FACTOR, Claim, matrices, select
 from .document import check_doc, splice_doc, write
+from .store import Part, Store, open_matrix, total_wall_s
 
 # an experiment's progress: (its name, runs done, runs in all, the last run's row)
 Progress = Callable[[str, int, int, dict[str, Any] | None], None]
+JUDGING_MARGIN_S = 300.0  # a part's time kept for its last fabric's teardown, the judging and the link models
 WALL = "wall.json"  # the wall time so far, rewritten after every run: an interrupted invocation keeps its time
 
 
@@ -190,9 +193,11 @@ def sweep_dirs(out_dir: Path, mats: dict[str, Matrix]) -> dict[str, SweepDir]:
     return {n: open_dir(out_dir / "experiments" / n, m) for n, m in mats.items()}
 
 
-@dataclass(frozen=True)
+@dataclass
 class _Runner:
-    """How the sweeps run: here or on a cluster, with the command's progress and the wall time recorded."""
+    """How the sweeps run: here or on a cluster, with the command's progress and the wall time recorded; with a
+    `deadline` (time.monotonic()), no run starts that its estimate says would end after it (a part of a check);
+    with a `store`, each finished run's row is added to it as it goes."""
 
     out_dir: Path
     prefix: str
@@ -201,17 +206,66 @@ class _Runner:
     progress: Progress | None
     previous: float
     t0: float
+    deadline: float | None = None
+    store: Store | None = None
+    runs: int = 0  # finished in this invocation
 
-    def pending(self, dirs: dict[str, SweepDir]) -> None:
+    def pending(self, dirs: dict[str, SweepDir]) -> bool:
+        """Run what is pending, experiment by experiment; whether every run is done (a part stops at the first
+        experiment its time left unfinished)."""
+        complete = True
         for name, d in dirs.items():
 
-            def each(done: int, total: int, row: dict[str, Any] | None, name: str = name) -> None:
+            def each(done: int, total: int, row: dict[str, Any] | None, name: str = name, d: SweepDir = d) -> None:
                 _record_wall_s(self.out_dir, self.previous + time.monotonic() - self.t0)
+                if row is not None:
+                    self.runs += 1
+                    if self.store is not None:
+                        self.store.export(name, d)
                 if self.progress is not None:
                     self.progress(name, done, total, row)
 
             if d.pending():
-                run_sweep(d, prefix=self.prefix, cluster=self.cluster, wait=self.wait, progress=each)
+                run_sweep(d, prefix=self.prefix, cluster=self.cluster, wait=self.wait, progress=each, fits=self.fits(d))
+            if d.pending():
+                complete = False
+                if self.deadline is not None:
+                    break
+        return complete
+
+    def fits(self, d: SweepDir) -> Callable[[Cell], bool] | None:
+        if self.deadline is None:
+            return None
+        deadline = self.deadline
+
+        def fits(cell: Cell) -> bool:
+            return time.monotonic() + estimate_run_s(d, cell) <= deadline
+
+        return fits
+
+
+def estimate_run_s(d: SweepDir, cell: Cell) -> float:
+    """A cell's wall time before it runs: 1.5 x the longest finished run of its experiment on its fabric (the
+    same k), or twice testbed.run.paper's estimate where none has finished; its fabric's build is not counted
+    (the part's margin holds it)."""
+    from ..paper import estimate_s
+
+    walls = [float(r["wall_s"]) for r in d.rows() if int(r.get("k", -1)) == cell.k and r.get("wall_s") is not None]
+    if walls:
+        return 1.5 * max(walls)
+    one = d.matrix.replace(k=(cell.k,), **{n: (v,) for n, v in cell.values if n in d.matrix.options})
+    return 2.0 * estimate_s(one) / max(1, len(one.cells()))
+
+
+def unfinished(dirs: dict[str, SweepDir], store: Store | None) -> dict[str, str]:
+    """Each experiment whose runs are not all done (in the store when there is one), and how many are."""
+    out = {}
+    for n, d in dirs.items():
+        cells = {c.name for c in d.matrix.cells()}
+        done = cells & ({r["cell"] for r in store.rows(n)} if store is not None else d.done())
+        if len(done) < len(cells):
+            out[n] = f"{len(done)} of {len(cells)} runs"
+    return out
 
 
 def run(
@@ -228,15 +282,20 @@ def run(
     wait: bool = False,
     progress: Progress | None = None,
     run_missing: bool = True,
+    store: Store | None = None,
+    deadline: float | None = None,
     announce: Callable[[str], None] = lambda line: None,
 ) -> list[dict[str, Any]]:
     """Every experiment's sweep in `dirs` (what is done already is kept: resumable), then every rule; while a claim
     is not decided and below its cap, its experiments grow (more_seeds) and only their new cells run. With
-    `run_missing` False none is run, none grows, and a claim whose experiment is unfinished reads "no data". Each
-    claim the ideal fabric computes is judged again on it under both link models (testbed.run.claims.link_models).
-    Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time and the
-    experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an interrupted
-    one's included up to its last finished run; one that only judges (`run_missing` False) adds nothing."""
+    `run_missing` False none is run and none grows; an experiment whose runs are not all done (none run, or a
+    `deadline` stopped the part) is not judged: its claims read "no data". Each claim the ideal fabric computes is
+    judged again on it under both link models (testbed.run.claims.link_models). With a `store` (--from), every
+    finished run's row is added to it, the claims are judged on its rows alone, and the page's provenance is its
+    parts'. Writes claims.json and claims.md (`meta`, the check's scale, propagation and rate factor, the wall time
+    and the experiments' matrices) and returns the claims' results. The wall time adds up over invocations, an
+    interrupted one's included up to its last finished run; one that only judges (`run_missing` False) adds
+    nothing."""
     dirs = dict(dirs)
     runner = _Runner(
         out_dir=out_dir,
@@ -246,19 +305,17 @@ def run(
         progress=progress,
         previous=_previous_wall_s(out_dir),
         t0=time.monotonic(),
+        deadline=deadline,
+        store=store,
     )
-    unfinished = {  # read only with run_missing False: what each unfinished experiment has
-        n: f"{len(d.matrix.cells()) - len(d.pending())} of {len(d.matrix.cells())} runs"
-        for n, d in dirs.items()
-        if not run_missing and d.pending()
-    }
     ran = any(d.pending() for d in dirs.values())
     while True:
-        if run_missing:
-            runner.pending(dirs)
-        results = evaluate(selected, Data(scale, load_rows(out_dir, list(dirs))), unfinished)
+        complete = runner.pending(dirs) if run_missing else True
+        waiting = unfinished(dirs, store)
+        rows = store.frames(list(dirs)) if store is not None else load_rows(out_dir, list(dirs))
+        results = evaluate(selected, Data(scale, rows), waiting)
         have = {n: len(d.matrix.values("seed")) for n, d in dirs.items()}
-        more = more_seeds(selected, results, have, scale) if run_missing else {}
+        more = more_seeds(selected, results, have, scale) if run_missing and complete else {}
         if not more:
             break
         if not ran:  # nothing was pending: check() did not ask whether this machine can run
@@ -271,10 +328,21 @@ def run(
             f"not decided: {', '.join(undecided)}; more seeds: "
             + ", ".join(f"{n} {have[n]} -> {k} ({len(dirs[n].pending())} runs)" for n, k in more.items())
         )
-    links = link_models.verdicts(selected, {n: d.matrix for n, d in dirs.items()}, scale, announce)
+    mats = {n: d.matrix for n, d in dirs.items()}
+    links = link_models.verdicts(selected, mats, scale, announce, store=store, save=run_missing)
     results = [{**r, "link_model": links.get(r["id"])} for r in results]
-    wall_s = runner.previous + (time.monotonic() - runner.t0 if run_missing else 0.0)  # judging alone adds none
-    _record_wall_s(out_dir, wall_s)
+    this_s = time.monotonic() - runner.t0 if run_missing else 0.0  # judging alone adds none
+    if store is not None:
+        parts = store.parts()
+        if runner.runs:
+            parts.append(_part(meta, runner.runs, this_s))
+        store.save_meta(propagation, rate_factor, mats, parts)
+        meta = {**meta, **_data_provenance(store)}
+        wall_s = total_wall_s(parts)
+        _record_wall_s(out_dir, runner.previous + this_s)
+    else:
+        wall_s = runner.previous + this_s
+        _record_wall_s(out_dir, wall_s)
     write(
         out_dir,
         results,
@@ -315,6 +383,8 @@ def check(
     wait: bool = False,
     run_missing: bool = True,
     doc: Path | None = None,
+    data: Path | None = None,
+    minutes: float | None = None,
     command: str = "testbed paper claims",
     announce: Callable[[str], None] = lambda line: None,
     progress: Progress | None = None,
@@ -322,30 +392,45 @@ def check(
     """`testbed paper claims`: the claims `names` (comma-separated ids; every one by default) checked at
     `scale` into `out`: each experiment they read run here or on `cluster` (resumable; none with `run_missing`
     False), then each rule and decision, more seeds while a claim is not decided (up to its cap: run); claims.json
-    and claims.md written, and claims.md put into the page `doc` (checked before any run). Every matrix and
-    directory is checked, and `announce` told what will run (and each growth of the seeds), before the first
-    build; `rate_factor` None is the claims' RATE_FACTOR."""
+    and claims.md written, and claims.md put into the page `doc` (checked before any run). With `data` (--from,
+    testbed.run.claims.store): its rows count as done, every run adds its row to it, the claims are judged on its
+    rows alone. With `minutes`, no run starts that would end after them (a part; the next invocation resumes).
+    Every matrix and directory is checked, and `announce` told what will run (and each growth of the seeds),
+    before the first build; `rate_factor` None is the claims' RATE_FACTOR."""
     selected = select(names)
     if doc is not None:
         check_doc(doc)
     factor = RATE_FACTOR if rate_factor is None else rate_factor
+    if minutes is not None and (minutes <= 0 or cluster is not None):
+        raise RunError("--minutes takes a positive number of minutes, and a check run here (not with --cluster)")
+    t0 = time.monotonic()
     out = out or default_out(scale)
     mats = matrices(scale, propagation, selected, factor)  # cells checked before any build
+    store = None if data is None else Store(data, scale)
+    if store is not None:
+        store.check_matches(propagation, factor)
+        mats = {n: open_matrix(store, n, m) for n, m in mats.items()}
     dirs = sweep_dirs(out, mats)  # a directory of another check is refused
+    if store is not None:
+        for n, d in dirs.items():
+            store.seed(n, d)
     total = sum(len(m.cells()) for m in mats.values())
     pending = sum(len(d.pending()) for d in dirs.values())
     caps = sorted({c.cap(scale) for c in selected if c.experiments}) if run_missing else []
     announce(
         f"{len(selected)} claims, {len(mats)} experiments, {total} runs at --scale {scale} "
         f"({total - pending} done already) into {out}"
+        + (f" and {store.path}" if store is not None and run_missing else "")
         + (f"; more seeds while a claim is not decided, up to {' or '.join(map(str, caps))}" if caps else "")
+        + (f"; runs that fit {minutes:g} minutes" if minutes is not None else "")
     )
     if pending and run_missing:
         for d in dirs.values():  # every directory before the first run: none resumed at another rate
             if d.pending():
                 d.check_rates()
         check_can_run(cluster)
-    t0 = time.monotonic()
+    if store is not None and run_missing:
+        _import(store, dirs, out, propagation, factor, command)
     results = run(
         out,
         dirs,
@@ -359,6 +444,8 @@ def check(
         wait=wait,
         progress=progress,
         run_missing=run_missing,
+        store=store,
+        deadline=None if minutes is None else t0 + 60 * minutes - JUDGING_MARGIN_S,
         announce=announce,
     )
     if doc is not None:
@@ -379,6 +466,53 @@ def _provenance(command: str) -> dict[str, Any]:
         "commit": prov.get("project_commit"),
         "date": datetime.now(UTC).strftime("%Y-%m-%d"),
         "machine": f"{platform.node()}, {prov.get('cpus')} CPUs, kernel {prov.get('kernel_release')}",
+    }
+
+
+def _import(store: Store, dirs: dict[str, SweepDir], out: Path, propagation: str, factor: float, command: str) -> None:
+    """Rows the check's directory has and the data not (a check run before without --from) added to the data, as
+    one part: their commits and days, this machine, the directory's recorded wall time."""
+    before = {n: {r["cell"] for r in store.rows(n)} for n in dirs}
+    added = sum(store.export(n, d) for n, d in dirs.items())
+    if not added:
+        return
+    new = [r for n in dirs for r in store.rows(n) if r["cell"] not in before[n]]
+    here = _provenance(command)
+    part = Part(
+        commit=", ".join(sorted({str(r["commit"])[:7] for r in new})),
+        date=", ".join(sorted({str(r["date"]) for r in new})),
+        machine=str(here["machine"]),
+        runs=added,
+        wall_s=_previous_wall_s(out),
+        command=f"imported from {out} by: {command}",
+    )
+    store.save_meta(propagation, factor, {n: d.matrix for n, d in dirs.items()}, [*store.parts(), part])
+
+
+def _part(meta: dict[str, Any], runs: int, wall_s: float) -> Part:
+    return Part(
+        commit=str(meta.get("commit"))[:7],
+        date=str(meta.get("date")),
+        machine=str(meta.get("machine")),
+        runs=runs,
+        wall_s=wall_s,
+        command=str(meta.get("command")),
+    )
+
+
+def _data_provenance(store: Store) -> dict[str, Any]:
+    """The page's provenance when it is judged on a store: the command that regenerates it, the commits and days
+    of its rows, its parts' machines and wall times (not this invocation's: regenerating changes nothing)."""
+    rows = [r for n in sorted(store.matrices()) for r in store.rows(n)]
+    commits = sorted({str(r.get("commit", "unknown"))[:7] for r in rows})
+    days = sorted({str(r.get("date", "unknown")) for r in rows})
+    parts = store.parts()
+    return {
+        "command": f"testbed paper claims --scale {store.scale} --no-run --from {store.root.as_posix()}",
+        "commit": ", ".join(commits) or "none",
+        "date": "no run yet" if not days else days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}",
+        "machine": "; ".join(dict.fromkeys(p.machine for p in parts)) or "none",
+        "parts": [p.to_json() for p in parts],
     }
 
 

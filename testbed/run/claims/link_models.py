@@ -25,6 +25,7 @@ read."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -39,6 +40,7 @@ from ...topology import FatTree
 from ...topology.timebase import Propagation, parse_propagation
 from ..sweep import Cell, Matrix
 from .catalogue import Claim
+from .store import Store
 
 LINKS = ideal.LINKS  # ("emulator", "paper")
 # claim -> the scheme labels of its experiments' cells the ideal fabric plays for it
@@ -98,11 +100,46 @@ def ideal_row(cell: Cell, m: Matrix, link: str) -> dict[str, Any]:
     }
 
 
-def ideal_data(c: Claim, mats: dict[str, Matrix], scale: str, link: str) -> Data:
+class Cache:
+    """The ideal fabric's rows already played, by (experiment, cell, link model): a check's store keeps them
+    (testbed.run.claims.store), so that the page is judged again from them without playing a cell twice."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store = store
+        self.rows: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+        self.added: set[str] = set()
+
+    def of(self, name: str) -> dict[tuple[str, str], dict[str, Any]]:
+        if name not in self.rows:
+            held = self.store.ideal_rows(name) if self.store is not None else []
+            self.rows[name] = {(r["cell"], r["link"]): {k: v for k, v in r.items() if k != "link"} for r in held}
+        return self.rows[name]
+
+    def row(self, name: str, cell: Cell, m: Matrix, link: str) -> dict[str, Any]:
+        rows = self.of(name)
+        if (cell.name, link) not in rows:
+            played = {"cell": cell.name, **ideal_row(cell, m, link)}
+            rows[cell.name, link] = json.loads(json.dumps(played))  # as the store gives it back: one path
+            self.added.add(name)
+        return rows[cell.name, link]
+
+    def save(self) -> None:
+        """The rows played here added to the store."""
+        if self.store is None:
+            return
+        for name in sorted(self.added):
+            self.store.save_ideal_rows(name, [{**r, "link": link} for (_, link), r in self.rows[name].items()])
+        self.added.clear()
+
+
+def ideal_data(c: Claim, mats: dict[str, Matrix], scale: str, link: str, cache: Cache | None = None) -> Data:
     """The ideal fabric's rows of every cell of `c`'s experiments it plays, under `link`."""
     labels = CLAIMS[c.cid]
+    cache = cache or Cache()
     rows = {
-        n: pd.DataFrame([ideal_row(cell, mats[n], link) for cell in mats[n].cells() if modelled(cell, mats[n], labels)])
+        n: pd.DataFrame(
+            [cache.row(n, cell, mats[n], link) for cell in mats[n].cells() if modelled(cell, mats[n], labels)]
+        )
         for n in c.experiments
     }
     return Data(scale, rows)
@@ -113,13 +150,21 @@ def verdicts(
     mats: dict[str, Matrix],
     scale: str,
     announce: Callable[[str], None] = lambda line: None,
+    store: Store | None = None,
+    save: bool = False,
 ) -> dict[str, dict[str, str]]:
     """Per claim the ideal fabric computes, its verdict under each link model (`mats`: the check's matrices, with
-    the seeds it reached)."""
+    the seeds it reached); the cells the `store` has played are read from it, the others played (and added to it
+    if `save`)."""
+    cache = Cache(store)
     out: dict[str, dict[str, str]] = {}
     for c in selected:
         if c.cid not in CLAIMS or c.check is None or not all(n in mats for n in c.experiments):
             continue
         announce(f"{c.cid}: the ideal fabric under both link models")
-        out[c.cid] = {link: judge(c.decisions, c.check(ideal_data(c, mats, scale, link))).verdict for link in LINKS}
+        out[c.cid] = {
+            link: judge(c.decisions, c.check(ideal_data(c, mats, scale, link, cache))).verdict for link in LINKS
+        }
+    if save:
+        cache.save()
     return out

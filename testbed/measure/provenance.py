@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import subprocess
+import time
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -28,6 +29,11 @@ def _git(*args: str) -> str:
 def commit() -> str:
     """The project's commit ("unknown" outside a git checkout), once per process."""
     return _git("rev-parse", "HEAD") or "unknown"
+
+
+def origin() -> dict[str, str]:
+    """Where a sweep's row came from: the project's commit and the day (UTC) it ran."""
+    return {"commit": commit(), "date": time.strftime("%Y-%m-%d", time.gmtime())}
 
 
 def describe() -> dict[str, Any]:

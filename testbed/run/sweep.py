@@ -516,10 +516,7 @@ def flatten(r: dict[str, Any], cell: Cell, topology: str, wall_s: float, failed_
     row["failed_links"] = ",".join(failed_links)
     row["attempts"] = 1 + len(r["discarded_attempts"])
     row["discarded"] = json.dumps(r["discarded_attempts"])
-    row["wall_s"] = wall_s
-    row["run_dir"] = r["out_dir"]
-    row["commit"] = provenance.commit()  # the code that ran it, and the day (UTC): a row kept in the repository
-    row["date"] = time.strftime("%Y-%m-%d", time.gmtime())  # (docs/reproduction/) says where it came from
+    row.update(wall_s=wall_s, run_dir=r["out_dir"], **provenance.origin())  # a row kept in docs/reproduction/
     return row
 
 

@@ -12,7 +12,7 @@ never dropped), no data. The rules are not tuned to results.
     catalogue.py   the experiments and the claims, as data; which experiments a choice of claims reads
     execution.py   the check: the experiments' sweeps (testbed.run.runner), the rules, seeds until decided
     document.py    claims.json, claims.md, and claims.md spliced into a page (docs/reproduction.md)
-    store.py       the check's data as the repository keeps it (docs/reproduction/SCALE/): every run's row, the
+    store.py       the check's data as the repository keeps it (docs/reproduction/, one directory a scale): every run's row, the
                    ideal fabric's rows and the parts that made them; `--from` resumes from it and judges on it
     link_models.py the link-model column: each claim the ideal fabric computes, judged again on it
 

@@ -332,29 +332,12 @@ def run(
     links = link_models.verdicts(selected, mats, scale, announce, store=store, save=run_missing)
     results = [{**r, "link_model": links.get(r["id"])} for r in results]
     this_s = time.monotonic() - runner.t0 if run_missing else 0.0  # judging alone adds none
-    if store is not None:
-        parts = store.parts()
-        if runner.runs:
-            parts.append(_part(meta, runner.runs, this_s))
-        store.save_meta(propagation, rate_factor, mats, parts)
-        meta = {**meta, **_data_provenance(store)}
-        wall_s = total_wall_s(parts)
-        _record_wall_s(out_dir, runner.previous + this_s)
-    else:
-        wall_s = runner.previous + this_s
-        _record_wall_s(out_dir, wall_s)
-    write(
-        out_dir,
-        results,
-        {
-            **meta,
-            "scale": scale,
-            "propagation": propagation,
-            "rate_factor": rate_factor,
-            "wall_s": wall_s,
-            "experiments": {n: d.matrix.to_json() for n, d in dirs.items()},
-        },
-    )
+    _record_wall_s(out_dir, runner.previous + this_s)
+    info = {**meta, "scale": scale, "propagation": propagation, "rate_factor": rate_factor}
+    info |= {"wall_s": runner.previous + this_s, "experiments": {n: m.to_json() for n, m in mats.items()}}
+    if store is not None:  # the data's part, and the page's provenance the data's
+        info = _account(store, info, runner.runs, this_s, mats)
+    write(out_dir, results, info)
     return results
 
 
@@ -487,6 +470,16 @@ def _import(store: Store, dirs: dict[str, SweepDir], out: Path, propagation: str
         command=f"imported from {out} by: {command}",
     )
     store.save_meta(propagation, factor, {n: d.matrix for n, d in dirs.items()}, [*store.parts(), part])
+
+
+def _account(store: Store, info: dict[str, Any], runs: int, this_s: float, mats: dict[str, Matrix]) -> dict[str, Any]:
+    """This invocation's part added to the data if it ran anything; `info` (claims.json's fields) with the
+    data's provenance and its parts' wall time in place of the invocation's."""
+    parts = store.parts()
+    if runs:
+        parts.append(_part(info, runs, this_s))
+    store.save_meta(info["propagation"], info["rate_factor"], mats, parts)
+    return {**info, **_data_provenance(store), "wall_s": total_wall_s(parts)}
 
 
 def _part(meta: dict[str, Any], runs: int, wall_s: float) -> Part:

@@ -54,7 +54,7 @@ def cause(reason: str) -> str:
     return " ".join(words[:4])
 
 
-def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool, cc: str, workload: str) -> int:
+def _rate(text: str, tree: FatTree, payload: int, acks: bool, host_lb: bool, *, cc: str, workload: str) -> int:
     """A rate, or "auto[:FACTOR]": the fabric's auto rate for this payload, ACK setting, congestion control,
     workload and kind of scheme (a sweep's, derated if a host scheme is among them), times FACTOR."""
     if not text.startswith("auto"):
@@ -97,7 +97,15 @@ def main() -> int:
     mtu = Matrix.mtu_for(a.payload)
     for k in a.k:
         rates = [
-            _rate(r, FatTree(k, "bv", a.topology), a.payload, a.acks, any(x.is_host for x in schemes), a.cc, a.workload)
+            _rate(
+                r,
+                FatTree(k, "bv", a.topology),
+                a.payload,
+                a.acks,
+                any(x.is_host for x in schemes),
+                cc=a.cc,
+                workload=a.workload,
+            )
             for r in a.rates.split(",")
         ]
         with ExitStack() as stack:

@@ -46,16 +46,19 @@ def points(kind: str) -> list[tuple[int, Fraction]]:
     return sorted((p["hosts"], Fraction(p["hosts"] * p["rate_bps"], frame_bits)) for p in m["measured"][kind])
 
 
-def host_packets_per_s(tree: FatTree) -> Fraction:
-    """The budget of this fabric: interpolated between the measured sizes of its topology."""
-    pts = points(tree.kind)
-    n = tree.n_hosts
+def interpolate(pts: list[tuple[int, Fraction]], n: int) -> Fraction:
+    """A value at n hosts from (hosts, value) points sorted by hosts: linear between them, held beyond them."""
     if n <= pts[0][0]:
         return pts[0][1]
     for (h0, b0), (h1, b1) in itertools.pairwise(pts):
         if n <= h1:
             return b0 + (b1 - b0) * Fraction(n - h0, h1 - h0)
     return pts[-1][1]
+
+
+def host_packets_per_s(tree: FatTree) -> Fraction:
+    """The budget of this fabric: interpolated between the measured sizes of its topology."""
+    return interpolate(points(tree.kind), tree.n_hosts)
 
 
 def round_down(bps: Fraction, digits: int = 2) -> int:
@@ -103,15 +106,7 @@ def class_factor(name: str, tree: FatTree) -> Fraction:
     budget is), else the class's rule (ACKs: an ACK per data packet costs about what the packet does, 1/2)."""
     c = _measured()["classes"][name]
     pts = sorted((p["hosts"], Fraction(str(p["factor"]))) for p in c.get("measured", {}).get(tree.kind, []))
-    if not pts:
-        return Fraction(str(c["rule_factor"]))
-    n = tree.n_hosts
-    if n <= pts[0][0]:
-        return pts[0][1]
-    for (h0, f0), (h1, f1) in itertools.pairwise(pts):
-        if n <= h1:
-            return f0 + (f1 - f0) * Fraction(n - h0, h1 - h0)
-    return pts[-1][1]
+    return interpolate(pts, tree.n_hosts) if pts else Fraction(str(c["rule_factor"]))
 
 
 def derating(tree: FatTree, acks: bool, host_lb: bool) -> Fraction:

@@ -29,7 +29,7 @@ from typing import Any
 import pandas as pd
 
 from ..params import RunError
-from ..sweep import ROWS, SPEC, Matrix, SweepDir
+from ..sweep import ROWS, Matrix, SweepDir
 
 CHECK, RUNS, IDEAL = "check.json", "runs", "ideal"
 LOCAL = ("run_dir",)  # a row's fields that name this machine's files, not kept
@@ -203,10 +203,6 @@ def open_matrix(store: Store, name: str, m: Matrix) -> Matrix:
         f"--from {store.root}: its {store.scale} data of {name} holds another matrix than this check's (the "
         "catalogue changed): choose another directory, or move its data aside"
     )
-
-
-def spec_of(d: SweepDir) -> dict[str, Any]:
-    return dict(json.loads((d.path / SPEC).read_text()))
 
 
 def total_wall_s(parts: list[Part]) -> float:
